@@ -1,0 +1,286 @@
+"""Claims and labels from the lines of a Wikidata JSON dump.
+
+Every line is accounted for. A line is structural (the array's brackets or a
+blank line), an entity, or rejected (``bad_encoding``, ``bad_json``,
+``not_an_entity``: valid JSON without a string ``id``, ``malformed_id``).
+Entities that are not items (properties, lexemes) are counted and skipped.
+
+For an item, each statement of an extracted property is kept or dropped with a
+reason: ``deprecated`` (rank), ``somevalue_value`` / ``novalue_value`` (no
+item as main value), ``non_item_value`` (a string, time, quantity, property or
+lexeme value), ``malformed_value`` (an item value without a usable numeric id,
+or whose ``id`` and ``numeric-id`` disagree), ``malformed_statement`` (no
+main snak), ``invalid_time`` (a time qualifier that is not a real date, see
+``times``). So ``statements_seen = statements_kept + statements_dropped``.
+
+A kept statement keeps its rank, its id, the earliest start (P580), the latest
+end (P582), the earliest point in time (P585) and the entity and ordinal
+qualifiers of the property list. A ``somevalue`` end ("ended, date unknown")
+sets ``end_unknown``; it is not the same as no end. Self-loops are kept here
+and dropped, counted, by the truth stage. Statements are kept whether or not
+their items have English labels: labels are joined downstream.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import orjson
+import pyarrow as pa
+
+from chronoscope_dagster.wikidata.properties import PropertyCatalog, default_catalog
+from chronoscope_dagster.wikidata.times import InvalidTime, WikidataTime, parse_time
+
+QID = re.compile(r"Q[1-9][0-9]*")
+LINE_REJECTS = ("bad_encoding", "bad_json", "not_an_entity", "malformed_id")
+STATEMENT_DROPS = (
+    "deprecated",
+    "somevalue_value",
+    "novalue_value",
+    "non_item_value",
+    "malformed_value",
+    "malformed_statement",
+    "invalid_time",
+)
+STRUCTURAL = (b"", b"[", b"]")
+_TIME_FIELDS = ("date", "precision", "calendar")
+
+
+def claims_schema(catalog: PropertyCatalog) -> pa.Schema:
+    fields = [
+        pa.field("subject_qid", pa.string(), nullable=False),
+        pa.field("pid", pa.string(), nullable=False),
+        pa.field("value_qid", pa.string(), nullable=False),
+        pa.field("rank", pa.string(), nullable=False),
+        pa.field("statement_id", pa.string()),
+    ]
+    for name in ("start", "end", "point_in_time"):
+        fields += [
+            pa.field(f"{name}_date", pa.date32()),
+            pa.field(f"{name}_precision", pa.int8()),
+            pa.field(f"{name}_calendar", pa.string()),
+        ]
+    fields.append(pa.field("end_unknown", pa.bool_(), nullable=False))
+    fields += [pa.field(column, pa.list_(pa.string())) for column in catalog.list_columns]
+    return pa.schema(fields)
+
+
+LABELS_SCHEMA = pa.schema(
+    [
+        pa.field("qid", pa.string(), nullable=False),
+        pa.field("label", pa.string()),
+        pa.field("description", pa.string()),
+        pa.field("aliases", pa.list_(pa.string())),
+    ]
+)
+
+
+@dataclass
+class ChunkResult:
+    """What one chunk of lines produced: the rows and the counts."""
+
+    claims: pa.Table
+    labels: pa.Table
+    counts: Counter[str] = field(default_factory=Counter)
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class Extractor:
+    """Turns dump lines into claim and label rows, counting everything it sees."""
+
+    def __init__(self, catalog: PropertyCatalog | None = None):
+        self.catalog = catalog or default_catalog()
+        self.schema = claims_schema(self.catalog)
+        self._pids = self.catalog.pids
+        self._time_columns = {pid: name for pid, name in self.catalog.time_qualifiers.items()}
+        self._list_qualifiers = [
+            (pid, column, True) for pid, column in self.catalog.entity_qualifiers.items()
+        ] + [(pid, column, False) for pid, column in self.catalog.ordinal_qualifiers.items()]
+
+    def extract_lines(self, lines: list[bytes]) -> ChunkResult:
+        counts: Counter[str] = Counter()
+        claims: dict[str, list] = {name: [] for name in self.schema.names}
+        labels: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
+        for raw in lines:
+            counts["lines"] += 1
+            line = raw.strip()
+            if line in STRUCTURAL:
+                counts["lines_structural"] += 1
+                continue
+            if line.endswith(b","):
+                line = line[:-1]
+            try:
+                entity = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                counts[f"rejected:{_decode_failure(line)}"] += 1
+                continue
+            entity_id = entity.get("id") if isinstance(entity, dict) else None
+            if not isinstance(entity_id, str):
+                counts["rejected:not_an_entity"] += 1
+                continue
+            is_item = entity_id.startswith("Q")
+            if is_item and QID.fullmatch(entity_id) is None:
+                counts["rejected:malformed_id"] += 1
+                continue
+            counts["entities_seen"] += 1
+            if not is_item:
+                counts["entities_skipped_non_item"] += 1
+                continue
+            counts["items"] += 1
+            self._labels(entity_id, entity, labels, counts)
+            self._statements(entity_id, entity.get("claims"), claims, counts)
+        return ChunkResult(
+            claims=pa.table(claims, schema=self.schema),
+            labels=pa.table(labels, schema=LABELS_SCHEMA),
+            counts=counts,
+        )
+
+    def _labels(self, qid: str, entity: dict, out: dict[str, list], counts: Counter) -> None:
+        label = _english(entity.get("labels"))
+        aliases = entity.get("aliases")
+        alias_list = aliases.get("en") if isinstance(aliases, dict) else None
+        alias_values = [
+            alias["value"]
+            for alias in alias_list or ()
+            if isinstance(alias, dict) and isinstance(alias.get("value"), str)
+        ]
+        if label is None and not alias_values:
+            counts["items_without_english_label"] += 1
+            return
+        out["qid"].append(qid)
+        out["label"].append(label)
+        out["description"].append(_english(entity.get("descriptions")))
+        out["aliases"].append(alias_values)
+
+    def _statements(self, qid: str, claims: object, out: dict[str, list], counts: Counter) -> None:
+        if not isinstance(claims, dict):
+            return
+        for pid in self._pids:
+            statements = claims.get(pid)
+            if not statements:
+                continue
+            for statement in statements:
+                counts["statements_seen"] += 1
+                try:
+                    row = self._statement(statement)
+                except _Rejected as rejected:
+                    counts[f"dropped:{rejected.reason}"] += 1
+                    continue
+                counts["statements_kept"] += 1
+                counts.update(row.pop("_notes"))
+                out["subject_qid"].append(qid)
+                out["pid"].append(pid)
+                for name, value in row.items():
+                    out[name].append(value)
+
+    def _statement(self, statement: object) -> dict:
+        if not isinstance(statement, dict) or not isinstance(statement.get("mainsnak"), dict):
+            raise _Rejected("malformed_statement")
+        rank = statement.get("rank") or "normal"
+        if rank == "deprecated":
+            raise _Rejected("deprecated")
+        mainsnak = statement["mainsnak"]
+        snaktype = mainsnak.get("snaktype", "value")
+        if snaktype == "somevalue":
+            raise _Rejected("somevalue_value")
+        if snaktype == "novalue":
+            raise _Rejected("novalue_value")
+        value_qid = _item_value(mainsnak)
+        row: dict = {"value_qid": value_qid, "rank": rank, "statement_id": statement.get("id")}
+        notes: Counter[str] = Counter()
+        qualifiers = statement.get("qualifiers")
+        if not isinstance(qualifiers, dict):
+            qualifiers = {}
+        end_unknown = False
+        for pid, name in self._time_columns.items():
+            parsed: list[WikidataTime] = []
+            for snak in qualifiers.get(pid) or ():
+                if not isinstance(snak, dict):
+                    continue
+                kind = snak.get("snaktype", "value")
+                if kind == "somevalue":
+                    end_unknown = end_unknown or name == "end"
+                    notes[f"qualifier_somevalue:{pid}"] += 1
+                    continue
+                if kind != "value":
+                    notes[f"qualifier_novalue:{pid}"] += 1
+                    continue
+                try:
+                    parsed.append(parse_time((snak.get("datavalue") or {}).get("value")))
+                except InvalidTime as error:
+                    raise _Rejected("invalid_time") from error
+            if len(parsed) > 1:
+                notes[f"several_values:{pid}"] += 1
+            chosen = (max if name == "end" else min)(parsed, key=_epoch) if parsed else None
+            row[f"{name}_date"] = chosen.epoch_day if chosen else None
+            row[f"{name}_precision"] = chosen.precision if chosen else None
+            row[f"{name}_calendar"] = chosen.calendar if chosen else None
+        if end_unknown and row["end_date"] is not None:
+            end_unknown = False
+        row["end_unknown"] = end_unknown
+        for pid, column, is_entity in self._list_qualifiers:
+            values = []
+            for snak in qualifiers.get(pid) or ():
+                if not isinstance(snak, dict) or snak.get("snaktype", "value") != "value":
+                    continue
+                if is_entity:
+                    try:
+                        values.append(_item_value(snak))
+                    except _Rejected:
+                        notes[f"qualifier_not_item:{pid}"] += 1
+                else:
+                    value = (snak.get("datavalue") or {}).get("value")
+                    if isinstance(value, str):
+                        values.append(value)
+            row[column] = values or None
+        row["_notes"] = notes
+        return row
+
+
+def _epoch(time: WikidataTime) -> int:
+    return time.epoch_day
+
+
+def _item_value(snak: dict) -> str:
+    datavalue = snak.get("datavalue")
+    if not isinstance(datavalue, dict):
+        raise _Rejected("malformed_value")
+    value = datavalue.get("value")
+    if datavalue.get("type") != "wikibase-entityid" or not isinstance(value, dict):
+        raise _Rejected("non_item_value")
+    entity_type = value.get("entity-type")
+    if entity_type is not None and entity_type != "item":
+        raise _Rejected("non_item_value")
+    numeric_id = value.get("numeric-id")
+    explicit_id = value.get("id")
+    if isinstance(numeric_id, int) and not isinstance(numeric_id, bool) and numeric_id > 0:
+        qid = f"Q{numeric_id}"
+        if explicit_id is not None and explicit_id != qid:
+            raise _Rejected("malformed_value")
+        return qid
+    if numeric_id is None and isinstance(explicit_id, str) and QID.fullmatch(explicit_id):
+        return explicit_id
+    raise _Rejected("malformed_value")
+
+
+def _english(values: object) -> str | None:
+    if not isinstance(values, dict):
+        return None
+    entry = values.get("en")
+    if isinstance(entry, dict) and isinstance(entry.get("value"), str) and entry["value"]:
+        return entry["value"]
+    return None
+
+
+def _decode_failure(line: bytes) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "bad_encoding"
+    return "bad_json"
