@@ -1,0 +1,186 @@
+"""Checks of the ingest stage: claims and labels.
+
+Each check validates the partition its run materialized, or every materialized
+partition when it runs on its own (the CI check job).
+"""
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from chronoscope_dagster.assets.metadata import markdown_table
+from chronoscope_dagster.checks.expectations import run_suite
+from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
+from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.wikidata.properties import default_catalog
+from chronoscope_dagster.wikidata.reader import ExtractionReport
+
+QID_PATTERN = "^Q[1-9][0-9]*$"
+
+
+@dg.asset_check(
+    asset="claims",
+    blocking=True,
+    description="Every line of the dump is accounted for (lines = structural + entities + "
+    "rejected; entities = items + skipped; statements seen = kept + dropped), and the Parquet "
+    "files hold exactly the kept statements and labelled items.",
+)
+def claims_reconcile(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    problems: list[str] = []
+    years = checked_partitions(context, store, "claims", "snapshot_year")
+    for year in years:
+        report = store.read_report("claims", snapshot_year=year)
+        counts = report["counts"]
+        extraction = ExtractionReport(counts=counts)
+        problems += [f"{year}: {error}" for error in extraction.reconciliation_errors]
+        claims_rows = pq.ParquetFile(
+            store.data_path("claims", snapshot_year=year)
+        ).metadata.num_rows
+        if claims_rows != counts.get("statements_kept", 0):
+            problems.append(
+                f"{year}: {claims_rows} claim rows != {counts.get('statements_kept', 0)} kept"
+            )
+        labelled = counts.get("items", 0) - counts.get("items_without_english_label", 0)
+        label_rows = pq.ParquetFile(store.data_path("labels", snapshot_year=year)).metadata.num_rows
+        if label_rows != labelled:
+            problems.append(f"{year}: {label_rows} label rows != {labelled} labelled items")
+    return dg.AssetCheckResult(
+        passed=not problems and bool(years),
+        metadata={"partitions": years, "problems": dg.MetadataValue.json(problems[:50])},
+    )
+
+
+@dg.asset_check(
+    asset="claims",
+    blocking=True,
+    description="No deprecated statement, malformed QID, unknown property or malformed date is "
+    "kept: dates and precisions come together, precisions lie in 0-14, an unknown end has no date.",
+)
+def claims_well_formed(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    years = checked_partitions(context, store, "claims", "snapshot_year")
+    pids = sql_list(default_catalog().pids)
+    date_checks = " + ".join(
+        f"count_if(({name}_date IS NULL) <> ({name}_precision IS NULL)) "
+        f"+ count_if({name}_precision NOT BETWEEN 0 AND 14) "
+        f"+ count_if(({name}_date IS NULL) <> ({name}_calendar IS NULL))"
+        for name in ("start", "end", "point_in_time")
+    )
+    with store.connect_in_memory() as connection:
+        row = connection.execute(
+            f"""
+            SELECT
+              count(*) AS rows,
+              count_if(rank NOT IN ('preferred', 'normal')) AS bad_rank,
+              count_if(NOT regexp_full_match(subject_qid, '{QID_PATTERN}')) AS bad_subject,
+              count_if(NOT regexp_full_match(value_qid, '{QID_PATTERN}')) AS bad_value,
+              count_if(pid NOT IN ({pids})) AS unknown_pid,
+              {date_checks} AS bad_dates,
+              count_if(end_unknown AND end_date IS NOT NULL) AS unknown_end_with_date
+            FROM claims WHERE snapshot_year IN ({sql_list(years, numeric=True)})
+            """
+        ).fetchone()
+    names = ["rows", "bad_rank", "bad_subject", "bad_value", "unknown_pid", "bad_dates",
+             "unknown_end_with_date"]  # fmt: skip
+    counts = dict(zip(names, (int(v or 0) for v in row), strict=True))
+    violations = sum(v for k, v in counts.items() if k != "rows")
+    return dg.AssetCheckResult(
+        passed=violations == 0 and counts["rows"] > 0,
+        metadata={"partitions": years, **counts},
+    )
+
+
+CLAIMS_EXPECTATIONS = {
+    "subject_qid_not_null": lambda gxe: gxe.ExpectColumnValuesToNotBeNull(column="subject_qid"),
+    "value_qid_not_null": lambda gxe: gxe.ExpectColumnValuesToNotBeNull(column="value_qid"),
+    "subject_qid_format": lambda gxe: gxe.ExpectColumnValuesToMatchRegex(
+        column="subject_qid", regex=QID_PATTERN
+    ),
+    "value_qid_format": lambda gxe: gxe.ExpectColumnValuesToMatchRegex(
+        column="value_qid", regex=QID_PATTERN
+    ),
+    "pid_in_property_list": lambda gxe: gxe.ExpectColumnValuesToBeInSet(
+        column="pid", value_set=list(default_catalog().pids)
+    ),
+    "rank_in_set": lambda gxe: gxe.ExpectColumnValuesToBeInSet(
+        column="rank", value_set=["preferred", "normal"]
+    ),
+    "start_precision_in_range": lambda gxe: gxe.ExpectColumnValuesToBeBetween(
+        column="start_precision", min_value=0, max_value=14
+    ),
+    "end_precision_in_range": lambda gxe: gxe.ExpectColumnValuesToBeBetween(
+        column="end_precision", min_value=0, max_value=14
+    ),
+    "calendar_in_set": lambda gxe: gxe.ExpectColumnValuesToBeInSet(
+        column="start_calendar", value_set=["gregorian", "julian"], mostly=0.999
+    ),
+    "end_unknown_not_null": lambda gxe: gxe.ExpectColumnValuesToNotBeNull(column="end_unknown"),
+    "has_rows": lambda gxe: gxe.ExpectTableRowCountToBeBetween(min_value=1),
+}
+GE_SAMPLE_ROWS = 200_000
+
+
+@dg.asset_check(
+    asset="claims",
+    blocking=True,
+    description="Great-expectations suite on claims (nulls, formats, value sets, ranges), on a "
+    f"seeded sample of at most {GE_SAMPLE_ROWS:,} rows per snapshot year.",
+)
+def claims_expectations(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    years = checked_partitions(context, store, "claims", "snapshot_year")
+    failures: dict[str, int] = {}
+    rows = []
+    with store.connect_in_memory() as connection:
+        for year in years:
+            frame = connection.execute(
+                f"SELECT subject_qid, value_qid, pid, rank, start_precision, end_precision, "
+                f"start_calendar, end_unknown FROM claims WHERE snapshot_year = {int(year)} "
+                f"USING SAMPLE reservoir({GE_SAMPLE_ROWS} ROWS) REPEATABLE (7)"
+            ).df()
+            for outcome in run_suite("claims", frame, CLAIMS_EXPECTATIONS):
+                rows.append((year, outcome.name, outcome.success, outcome.unexpected_count))
+                if not outcome.success:
+                    failures[f"{year}:{outcome.name}"] = outcome.unexpected_count
+    return dg.AssetCheckResult(
+        passed=not failures and bool(years),
+        metadata={
+            "expectations": dg.MetadataValue.md(
+                markdown_table(["snapshot_year", "expectation", "success", "unexpected"], rows)
+            ),
+            "failures": dg.MetadataValue.json(failures),
+        },
+    )
+
+
+@dg.asset_check(
+    asset="labels",
+    blocking=True,
+    description="One row per item and snapshot year, each with a well-formed QID and a "
+    "non-empty label or alias.",
+)
+def labels_well_formed(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    years = checked_partitions(context, store, "labels", "snapshot_year")
+    with store.connect_in_memory() as connection:
+        rows, duplicates, bad_qid, empty = connection.execute(
+            f"""
+            SELECT count(*), count(*) - count(DISTINCT (snapshot_year, qid)),
+                   count_if(NOT regexp_full_match(qid, '{QID_PATTERN}')),
+                   count_if(coalesce(label, '') = '' AND len(coalesce(aliases, [])) = 0)
+            FROM labels WHERE snapshot_year IN ({sql_list(years, numeric=True)})
+            """
+        ).fetchone()
+    return dg.AssetCheckResult(
+        passed=rows > 0 and duplicates == 0 and bad_qid == 0 and empty == 0,
+        metadata={"partitions": years, "rows": rows, "duplicate_qids": duplicates,
+                  "malformed_qids": bad_qid, "empty_labels": empty},
+    )  # fmt: skip

@@ -1,0 +1,6 @@
+"""Dagster resources: thin configuration around the domain core."""
+
+from chronoscope_dagster.resources.dumps import DumpSources
+from chronoscope_dagster.resources.warehouse import WarehouseResource
+
+__all__ = ["DumpSources", "WarehouseResource"]

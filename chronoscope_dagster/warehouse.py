@@ -1,0 +1,151 @@
+"""The data directory: one Parquet file per asset partition, and DuckDB views over them.
+
+Layout under the home directory (``CHRONOSCOPE_HOME``, default ``./.chronoscope``)::
+
+    <asset>/<key>=<value>[/<key>=<value>]/data.parquet   partitioned assets (hive layout)
+    <asset>/data.parquet                                 unpartitioned assets
+    <asset>/.../report.json                              counts an asset's checks read back
+    warehouse.duckdb                                     views named as the assets
+    downloads/                                           fetched dumps
+
+Every file is written to a temporary name and renamed, so a rerun replaces a
+partition and never duplicates it, and a reader never sees half a file. The
+views read the Parquet files, so the files are the truth and the DuckDB file can
+be rebuilt at any time; ``query`` runs SQL on an in-memory DuckDB with the same
+views, so reading never takes the DuckDB file's lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DEFAULT_HOME = ".chronoscope"
+DATA_FILE = "data.parquet"
+REPORT_FILE = "report.json"
+DUCKDB_FILE = "warehouse.duckdb"
+
+VIEW_ASSETS = (
+    "claims",
+    "labels",
+    "fact_intervals",
+    "truth",
+    "present_day",
+    "chains",
+    "turns",
+    "benchmark_stats",
+    "eval_sample",
+    "paraphrases",
+    "predictions",
+    "metrics",
+    "leaderboard",
+    "probe_items",
+    "probe_results",
+)
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("CHRONOSCOPE_HOME", DEFAULT_HOME)).expanduser().resolve()
+
+
+class Warehouse:
+    def __init__(self, home: Path | str | None = None):
+        self.home = Path(home).expanduser().resolve() if home else default_home()
+
+    @property
+    def duckdb_path(self) -> Path:
+        return self.home / DUCKDB_FILE
+
+    def partition_dir(self, asset: str, **keys: str) -> Path:
+        path = self.home / asset
+        for key, value in keys.items():
+            path = path / f"{key}={value}"
+        return path
+
+    def data_path(self, asset: str, **keys: str) -> Path:
+        return self.partition_dir(asset, **keys) / DATA_FILE
+
+    def has(self, asset: str, **keys: str) -> bool:
+        return self.data_path(asset, **keys).exists()
+
+    @contextmanager
+    def writing(self, asset: str, filename: str = DATA_FILE, **keys: str) -> Iterator[Path]:
+        """A temporary path to write; renamed over the partition's file when the block succeeds."""
+        directory = self.partition_dir(asset, **keys)
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{filename}.", suffix=".tmp")
+        os.close(handle)
+        try:
+            yield Path(temporary)
+            os.replace(temporary, directory / filename)
+        finally:
+            Path(temporary).unlink(missing_ok=True)
+
+    def write_table(self, asset: str, table: pa.Table, **keys: str) -> Path:
+        with self.writing(asset, **keys) as path:
+            pq.write_table(table, path, compression="zstd")
+        return self.data_path(asset, **keys)
+
+    def write_report(self, asset: str, report: dict, **keys: str) -> None:
+        with self.writing(asset, REPORT_FILE, **keys) as path:
+            path.write_text(json.dumps(report, indent=2, sort_keys=True, default=str) + "\n")
+
+    def read_report(self, asset: str, **keys: str) -> dict:
+        path = self.partition_dir(asset, **keys) / REPORT_FILE
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{asset} {keys or ''} has not been materialized in {self.home}"
+            )
+        return json.loads(path.read_text())
+
+    def partitions(self, asset: str) -> list[dict[str, str]]:
+        """The partition keys of an asset that have data, sorted."""
+        root = self.home / asset
+        found = []
+        for path in sorted(root.rglob(DATA_FILE)) if root.exists() else ():
+            parts = path.parent.relative_to(root).parts
+            found.append(dict(part.split("=", 1) for part in parts))
+        return found
+
+    def view_sql(self, asset: str) -> str | None:
+        """The ``SELECT`` behind an asset's view, or None while it has no data."""
+        partitions = self.partitions(asset)
+        if not partitions:
+            return None
+        depth = len(partitions[0])
+        pattern = self.home / asset / Path(*(["*"] * depth)) / DATA_FILE
+        source = _sql_string(str(pattern))
+        return f"SELECT * FROM read_parquet({source}, hive_partitioning = {str(depth > 0).lower()})"
+
+    def create_views(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
+        created = []
+        for asset in VIEW_ASSETS:
+            sql = self.view_sql(asset)
+            if sql is None:
+                connection.execute(f"DROP VIEW IF EXISTS {asset}")
+                continue
+            connection.execute(f"CREATE OR REPLACE VIEW {asset} AS {sql}")
+            created.append(asset)
+        return created
+
+    def connect_in_memory(self) -> duckdb.DuckDBPyConnection:
+        """A private DuckDB with the warehouse views: reads never lock the DuckDB file."""
+        connection = duckdb.connect(":memory:")
+        self.create_views(connection)
+        return connection
+
+    def query(self, sql: str) -> pa.Table:
+        with self.connect_in_memory() as connection:
+            return connection.execute(sql).fetch_arrow_table()
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
