@@ -74,7 +74,9 @@ class Warehouse:
         return self.partition_dir(asset, **keys) / DATA_FILE
 
     def has(self, asset: str, **keys: str) -> bool:
-        return self.data_path(asset, **keys).exists()
+        """Whether the partition was written (its data or, for file-less assets, its report)."""
+        directory = self.partition_dir(asset, **keys)
+        return (directory / DATA_FILE).exists() or (directory / REPORT_FILE).exists()
 
     @contextmanager
     def writing(self, asset: str, filename: str = DATA_FILE, **keys: str) -> Iterator[Path]:

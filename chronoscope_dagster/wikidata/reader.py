@@ -35,6 +35,9 @@ from chronoscope_dagster.wikidata.extract import (
 
 DUMP_SUFFIXES = (".json.gz", ".json.bz2", ".jsonl.zst", ".json.zst", ".jsonl", ".json")
 BLOCK_BYTES = 4 << 20
+# An input whose (compressed) size times this is below one block is parsed in process:
+# starting worker processes would cost more than the parse.
+SMALL_INPUT_RATIO = 8
 
 
 class DumpFormatError(ValueError):
@@ -174,8 +177,11 @@ def extract_dump(
 ) -> ExtractionReport:
     """Extract claims and labels of a dump into two Parquet files; return the counts."""
     paths = dump_files(path)
+    input_bytes = sum(p.stat().st_size for p in paths)
     workers = max(1, workers or os.cpu_count() or 1)
-    report = ExtractionReport(workers=workers, input_bytes=sum(p.stat().st_size for p in paths))
+    if input_bytes * SMALL_INPUT_RATIO < block_bytes:
+        workers = 1
+    report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
     claims_writer = pq.ParquetWriter(claims_out, extractor.schema, compression="zstd")

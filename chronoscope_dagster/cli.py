@@ -1,0 +1,184 @@
+"""The ``chronoscope`` command: the Dagster jobs for scripts and CI, run in process.
+
+chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--select SELECTION]
+chronoscope sql [--home DIR] "QUERY"
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from chronoscope_dagster.data import SNAPSHOT_YEARS
+from chronoscope_dagster.warehouse import Warehouse
+
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "RELATION"}
+
+
+class UsageError(Exception):
+    """A mistake in the command line; printed without a traceback."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as error:
+        print(f"chronoscope: {error}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chronoscope", description="Build and evaluate the ChronoScope benchmark with Dagster."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser(
+        "run",
+        help="materialize assets with their checks",
+        description="Materialize the selection (default: everything) and its checks, in process. "
+        "Upstream assets not yet materialized in the home are included. Exits non-zero when a "
+        "step or a blocking check fails.",
+    )
+    _home_argument(run)
+    run.add_argument(
+        "--dump",
+        action="append",
+        default=[],
+        metavar="YEAR=PATH_OR_URL",
+        help="use this dump for a snapshot year instead of the embedded sample (repeatable); "
+        ".json.gz, .json.bz2, .jsonl.zst, .jsonl, a directory of shards, or an HTTP(S) URL",
+    )
+    run.add_argument(
+        "--checksums",
+        action="append",
+        default=[],
+        metavar="YEAR=PATH_OR_URL",
+        help="md5sums/sha1sums list to verify that year's dump against (repeatable)",
+    )
+    run.add_argument(
+        "--select",
+        default="*",
+        metavar="ASSET_SELECTION",
+        help="Dagster asset selection syntax, e.g. 'claims' or 'key:claims+' (default: '*')",
+    )
+    run.add_argument(
+        "--workers", type=int, default=0, help="processes parsing a dump (default: one per core)"
+    )
+    run.set_defaults(handler=_run)
+
+    sql = commands.add_parser(
+        "sql",
+        help="run read-only SQL over the warehouse and print CSV",
+        description="Run one read-only statement over the warehouse views (named as the assets: "
+        "claims, labels, ...) and print the result as CSV.",
+    )
+    _home_argument(sql)
+    sql.add_argument("query", help='e.g. "SELECT pid, count(*) FROM claims GROUP BY pid"')
+    sql.set_defaults(handler=_sql)
+    return parser
+
+
+def _home_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--home",
+        default=None,
+        help="data directory (default: $CHRONOSCOPE_HOME or ./.chronoscope)",
+    )
+
+
+def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
+    mapping = {}
+    for pair in pairs:
+        year, sep, value = pair.partition("=")
+        if not sep or not value:
+            raise UsageError(f"{option} wants YEAR=PATH_OR_URL, got {pair!r}")
+        if year not in SNAPSHOT_YEARS:
+            raise UsageError(
+                f"{option}: unknown snapshot year {year!r}; use one of {', '.join(SNAPSHOT_YEARS)}"
+            )
+        mapping[year] = value
+    return mapping
+
+
+def _run(args: argparse.Namespace) -> int:
+    dumps = _year_mapping(args.dump, "--dump")
+    checksums = _year_mapping(args.checksums, "--checksums")
+    for year, source in dumps.items():
+        if "://" not in source and not Path(source).expanduser().exists():
+            raise UsageError(f"--dump {year}: no such file or directory: {source}")
+    warehouse = Warehouse(args.home)
+    warehouse.home.mkdir(parents=True, exist_ok=True)
+    os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
+    _ensure_dagster_home(warehouse)
+
+    from chronoscope_dagster.orchestration import RunFailed, run_selection
+
+    try:
+        run_selection(
+            home=str(warehouse.home),
+            selection=args.select,
+            dumps=dumps,
+            checksums=checksums,
+            workers=args.workers,
+            echo=print,
+        )
+    except RunFailed as failure:
+        print(f"chronoscope: {failure}", file=sys.stderr)
+        return 1
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+    return 0
+
+
+def _ensure_dagster_home(warehouse: Warehouse) -> None:
+    """Runs are recorded in $DAGSTER_HOME (default: <home>/dagster), which `dagster dev` can open."""
+    if not os.environ.get("DAGSTER_HOME"):
+        os.environ["DAGSTER_HOME"] = str(warehouse.home / "dagster")
+    dagster_home = Path(os.environ["DAGSTER_HOME"])
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    config = dagster_home / "dagster.yaml"
+    if not config.exists():
+        config.write_text("telemetry:\n  enabled: false\n")
+
+
+def _sql(args: argparse.Namespace) -> int:
+    import duckdb
+
+    try:
+        statements = duckdb.extract_statements(args.query)
+    except duckdb.Error as error:
+        raise UsageError(f"cannot parse query: {error}") from error
+    if len(statements) != 1:
+        raise UsageError(f"expected one statement, got {len(statements)}")
+    kind = statements[0].type.name
+    if kind not in READ_ONLY_STATEMENTS:
+        raise UsageError(f"only read-only statements are allowed, not {kind}")
+    warehouse = Warehouse(args.home)
+    if not warehouse.home.exists():
+        raise UsageError(f"no warehouse at {warehouse.home}; run `chronoscope run` first")
+    started = time.perf_counter()
+    with warehouse.connect_in_memory() as connection:
+        try:
+            cursor = connection.execute(args.query)
+        except duckdb.Error as error:
+            raise UsageError(str(error).splitlines()[0]) from error
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow([column[0] for column in cursor.description])
+        rows = 0
+        while batch := cursor.fetchmany(10_000):
+            writer.writerows(batch)
+            rows += len(batch)
+    print(f"{rows} rows in {time.perf_counter() - started:.2f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
