@@ -138,7 +138,7 @@ def claims_and_labels(
             Path(dump["path"]),
             claims_path,
             labels_path,
-            workers=dump_sources.worker_count(),
+            workers=dump_sources.workers or None,
             progress=progress,
         )
     counts = dict(sorted(report.counts.items()))

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import os
-
 import dagster as dg
 from pydantic import Field
 
@@ -30,6 +28,3 @@ class DumpSources(dg.ConfigurableResource):
 
     def is_sample(self, snapshot_year: str) -> bool:
         return snapshot_year not in self.dumps
-
-    def worker_count(self) -> int:
-        return self.workers or os.cpu_count() or 1

@@ -35,8 +35,8 @@ from chronoscope_dagster.wikidata.extract import (
 
 DUMP_SUFFIXES = (".json.gz", ".json.bz2", ".jsonl.zst", ".json.zst", ".jsonl", ".json")
 BLOCK_BYTES = 4 << 20
-# An input whose (compressed) size times this is below one block is parsed in process:
-# starting worker processes would cost more than the parse.
+# With the worker count left automatic, an input whose (compressed) size times this is
+# below one block is parsed in process: starting workers would cost more than the parse.
 SMALL_INPUT_RATIO = 8
 
 
@@ -178,9 +178,9 @@ def extract_dump(
     """Extract claims and labels of a dump into two Parquet files; return the counts."""
     paths = dump_files(path)
     input_bytes = sum(p.stat().st_size for p in paths)
-    workers = max(1, workers or os.cpu_count() or 1)
-    if input_bytes * SMALL_INPUT_RATIO < block_bytes:
-        workers = 1
+    if not workers:
+        small = input_bytes * SMALL_INPUT_RATIO < block_bytes
+        workers = 1 if small else os.cpu_count() or 1
     report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
