@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
+REAL_DATA = SHARED / "wikidata-real"
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """The real Wikidata entities beside the repository (../shared/wikidata-real)."""
+    if not (REAL_DATA / "entities.jsonl.gz").exists():
+        if os.environ.get("CHRONOSCOPE_REQUIRE_SHARED"):
+            pytest.fail(f"real Wikidata test data missing: {REAL_DATA}")
+        pytest.skip(f"real Wikidata test data not found at {REAL_DATA} (set CHRONOSCOPE_SHARED)")
+    return REAL_DATA
