@@ -53,6 +53,9 @@ def run_selection(
             for ancestor in graph.get_ancestor_asset_keys(key)
             if not _materialized(warehouse, graph, ancestor)
         }
+    for assets_def in defs.assets or ():
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.keys & wanted:
+            wanted |= assets_def.keys  # a multi-asset runs whole
     job = defs.resolve_implicit_global_asset_job_def()
     results = []
     for keys, partitions_def in _groups(

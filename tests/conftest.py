@@ -17,3 +17,17 @@ def real_data() -> Path:
             pytest.fail(f"real Wikidata test data missing: {REAL_DATA}")
         pytest.skip(f"real Wikidata test data not found at {REAL_DATA} (set CHRONOSCOPE_SHARED)")
     return REAL_DATA
+
+
+@pytest.fixture(scope="session")
+def sample_home(tmp_path_factory):
+    """A home with every asset materialized from the embedded sample, and the run results."""
+    import dagster as dg
+
+    from chronoscope_dagster.orchestration import run_selection
+
+    home = tmp_path_factory.mktemp("sample-home")
+    results = run_selection(
+        home=str(home), instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None
+    )
+    return home, results

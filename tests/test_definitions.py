@@ -1,0 +1,49 @@
+"""The asset graph itself is under test: keys, dependencies, groups, partitions, checks."""
+
+import dagster as dg
+
+from chronoscope_dagster.definitions import defs
+
+EXPECTED_ASSETS = {
+    "wikidata_dump": ([], "ingest", "snapshot_year"),
+    "claims": (["wikidata_dump"], "ingest", "snapshot_year"),
+    "labels": (["wikidata_dump"], "ingest", "snapshot_year"),
+}
+EXPECTED_CHECKS = {
+    ("claims", "claims_reconcile"),
+    ("claims", "claims_well_formed"),
+    ("claims", "claims_expectations"),
+    ("labels", "labels_well_formed"),
+}
+
+
+def test_asset_graph():
+    graph = defs.resolve_asset_graph()
+    found = {}
+    for key in graph.materializable_asset_keys:
+        node = graph.get(key)
+        partitions = node.partitions_def
+        found[key.to_user_string()] = (
+            sorted(parent.to_user_string() for parent in node.parent_keys),
+            node.group_name,
+            "snapshot_year" if partitions and partitions.get_partition_keys() == ["2022", "2023", "2024", "2025"] else partitions,
+        )  # fmt: skip
+        assert node.description and len(node.description) > 40, f"{key} needs a description"
+        assert node.owners, f"{key} needs an owner"
+    assert found == EXPECTED_ASSETS
+
+
+def test_checks_and_blocking():
+    graph = defs.resolve_asset_graph()
+    nodes = {
+        (key.asset_key.to_user_string(), key.name): graph.get(key) for key in graph.asset_check_keys
+    }
+    assert set(nodes) == EXPECTED_CHECKS
+    assert all(node.blocking for node in nodes.values())
+    assert all(node.description for node in nodes.values())
+
+
+def test_jobs():
+    assert defs.resolve_job_def("chronoscope_main")
+    ci = defs.resolve_job_def("ci_checks")
+    assert isinstance(ci, dg.JobDefinition)

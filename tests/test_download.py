@@ -1,0 +1,289 @@
+"""fetch_dump against a real HTTP server on 127.0.0.1: resume, restarts, checksums, errors."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from chronoscope_dagster.wikidata.download import DownloadError, fetch_dump
+
+NAME = "wikidata-20250101-all.json.gz"
+PAYLOAD = random.Random(1234).randbytes(3 * 1024 * 1024 + 517)
+OTHER = b"another file of the mirror\n"
+
+
+@dataclass
+class ServerState:
+    """What the handler serves and what it saw."""
+
+    files: dict[str, bytes]
+    cuts: list[int] = field(default_factory=list)
+    honour_range: bool = True
+    failures: list[int] = field(default_factory=list)
+    requests: list[tuple[str, str | None]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def seen(self, path: str) -> list[str | None]:
+        with self.lock:
+            return [header for seen_path, header in self.requests if seen_path == path]
+
+
+class Handler(BaseHTTPRequestHandler):
+    state: ServerState
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        state = self.server.state  # type: ignore[attr-defined]
+        range_header = self.headers.get("Range")
+        with state.lock:
+            state.requests.append((self.path, range_header))
+            is_file = self.path.lstrip("/") in state.files
+            failure = state.failures.pop(0) if is_file and state.failures else None
+            cut = state.cuts.pop(0) if is_file and state.cuts else None
+        if failure is not None:
+            self.send_error(failure)
+            return
+        data = state.files.get(self.path.lstrip("/"))
+        if data is None:
+            self.send_error(404)
+            return
+        start = 0
+        if range_header and state.honour_range:
+            start = int(range_header.removeprefix("bytes=").split("-")[0])
+            if start >= len(data):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        else:
+            self.send_response(200)
+        body = data[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self.wfile.write(body if cut is None else body[:cut])
+        self.wfile.flush()
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[str, ServerState]]:
+    md5 = hashlib.md5(PAYLOAD).hexdigest()
+    sha1 = hashlib.sha1(PAYLOAD).hexdigest()
+    state = ServerState(
+        files={
+            NAME: PAYLOAD,
+            "other.json.bz2": OTHER,
+            "md5sums.txt": (
+                f"{hashlib.md5(OTHER).hexdigest()}  other.json.bz2\n"
+                f"{md5}  {NAME}\n"
+                f"{'0' * 32}  {NAME}.extra\n"
+            ).encode(),
+            "sha1sums.txt": (
+                f"{'f' * 40}  wikidata-20250101-lexemes.json.gz\n{sha1} *{NAME}\n"
+            ).encode(),
+        }
+    )
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.state = state  # type: ignore[attr-defined]
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+
+
+def test_plain_download(server, tmp_path):
+    base, state = server
+    calls: list[tuple[int, int | None]] = []
+    fetched = fetch_dump(
+        f"{base}/{NAME}", tmp_path / "dl", max_attempts=2, progress=lambda *a: calls.append(a)
+    )
+    assert fetched.path == tmp_path / "dl" / NAME
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert fetched.bytes == len(PAYLOAD)
+    assert fetched.checksum == hashlib.sha1(PAYLOAD).hexdigest()
+    assert fetched.checksum_algorithm == "sha1"
+    assert fetched.downloaded and not fetched.verified
+    assert fetched.resumed_attempts == 0
+    assert _leftovers(tmp_path / "dl") == [NAME]
+    assert state.seen(f"/{NAME}") == [None]
+    assert calls[-1] == (len(PAYLOAD), len(PAYLOAD))
+
+
+def test_resumes_after_cut_connection(server, tmp_path):
+    base, state = server
+    state.cuts = [1_000_003, 700_001]
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=4, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert fetched.resumed_attempts == 2
+    assert state.seen(f"/{NAME}") == [None, "bytes=1000003-", "bytes=1700004-"]
+    assert _leftovers(tmp_path) == [NAME]
+
+
+def test_cut_then_server_ignoring_range_restarts(server, tmp_path):
+    base, state = server
+    state.cuts = [1_234_567]
+    state.honour_range = False
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=3, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert fetched.resumed_attempts == 0
+    assert state.seen(f"/{NAME}") == [None, "bytes=1234567-"]
+    assert _leftovers(tmp_path) == [NAME]
+
+
+def test_interrupted_download_leaves_part_and_next_fetch_resumes(server, tmp_path):
+    base, state = server
+    state.cuts = [500_000]
+    with pytest.raises(DownloadError, match="gave up after 1 attempts"):
+        fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
+    assert _leftovers(tmp_path) == [f"{NAME}.part"]
+    assert (tmp_path / f"{NAME}.part").read_bytes() == PAYLOAD[:500_000]
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert fetched.resumed_attempts == 1
+    assert state.seen(f"/{NAME}")[-1] == "bytes=500000-"
+    assert _leftovers(tmp_path) == [NAME]
+
+
+def test_server_error_is_retried(server, tmp_path):
+    base, state = server
+    state.failures = [503]
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=2, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert len(state.seen(f"/{NAME}")) == 2
+
+
+@pytest.mark.parametrize(
+    ("listing", "algorithm"), [("md5sums.txt", "md5"), ("sha1sums.txt", "sha1")]
+)
+def test_checksum_list_over_http(server, tmp_path, listing, algorithm):
+    base, _ = server
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, checksums=f"{base}/{listing}")
+    assert fetched.verified
+    assert fetched.checksum_algorithm == algorithm
+    assert fetched.checksum == hashlib.new(algorithm, PAYLOAD).hexdigest()
+    assert fetched.path.read_bytes() == PAYLOAD
+
+
+@pytest.mark.parametrize(
+    ("listing", "algorithm"), [("md5sums.txt", "md5"), ("sha1sums.txt", "sha1")]
+)
+def test_checksum_list_as_local_file(server, tmp_path, listing, algorithm):
+    base, state = server
+    local = tmp_path / listing
+    local.write_bytes(state.files[listing])
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path / "dl", checksums=str(local))
+    assert fetched.verified
+    assert fetched.checksum == hashlib.new(algorithm, PAYLOAD).hexdigest()
+    assert state.seen(f"/{listing}") == []
+
+
+def test_checksum_mismatch_removes_everything(server, tmp_path):
+    base, state = server
+    wrong = tmp_path / "md5sums.txt"
+    wrong.write_text(f"{hashlib.md5(b'not the dump').hexdigest()}  {NAME}\n")
+    with pytest.raises(DownloadError, match=NAME.replace(".", r"\.")) as error:
+        fetch_dump(f"{base}/{NAME}", tmp_path / "dl", checksums=str(wrong))
+    assert "checksum mismatch" in str(error.value)
+    assert _leftovers(tmp_path / "dl") == []
+    assert len(state.seen(f"/{NAME}")) == 1
+
+
+def test_checksum_list_without_the_file(server, tmp_path):
+    base, state = server
+    listing = tmp_path / "md5sums.txt"
+    listing.write_text(f"{hashlib.md5(OTHER).hexdigest()}  other.json.bz2\n")
+    with pytest.raises(DownloadError, match="has no line for"):
+        fetch_dump(f"{base}/{NAME}", tmp_path / "dl", checksums=str(listing))
+    assert _leftovers(tmp_path / "dl") == []
+    assert state.seen(f"/{NAME}") == []
+
+
+def test_missing_checksum_list_url(server, tmp_path):
+    base, _ = server
+    with pytest.raises(DownloadError, match="cannot read checksum list"):
+        fetch_dump(f"{base}/{NAME}", tmp_path, checksums=f"{base}/nope.txt")
+
+
+def test_http_404_fails_without_retrying(server, tmp_path):
+    base, state = server
+    with pytest.raises(DownloadError, match="HTTP 404"):
+        fetch_dump(f"{base}/missing.json.gz", tmp_path, max_attempts=3)
+    assert len(state.seen("/missing.json.gz")) == 1
+    assert _leftovers(tmp_path) == []
+
+
+def test_existing_verified_destination_is_reused(server, tmp_path):
+    base, state = server
+    (tmp_path / NAME).write_bytes(PAYLOAD)
+    listing = tmp_path / "sha1sums.txt"
+    listing.write_bytes(state.files["sha1sums.txt"])
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, checksums=str(listing))
+    assert not fetched.downloaded
+    assert fetched.verified
+    assert fetched.bytes == len(PAYLOAD)
+    assert state.requests == []
+
+
+def test_existing_destination_without_checksums_is_reused(server, tmp_path):
+    base, state = server
+    (tmp_path / NAME).write_bytes(b"whatever is there")
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path)
+    assert not fetched.downloaded
+    assert fetched.checksum == hashlib.sha1(b"whatever is there").hexdigest()
+    assert state.requests == []
+
+
+def test_existing_destination_with_wrong_checksum_is_replaced(server, tmp_path):
+    base, state = server
+    (tmp_path / NAME).write_bytes(PAYLOAD[:1000])
+    listing = tmp_path / "md5sums.txt"
+    listing.write_bytes(state.files["md5sums.txt"])
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, checksums=str(listing))
+    assert fetched.downloaded and fetched.verified
+    assert (tmp_path / NAME).read_bytes() == PAYLOAD
+    assert state.seen(f"/{NAME}") == [None]
+
+
+def test_local_path_is_returned_as_is(tmp_path):
+    dump = tmp_path / "local.json.gz"
+    dump.write_bytes(PAYLOAD[:4096])
+    fetched = fetch_dump(str(dump), tmp_path / "unused")
+    assert fetched.path == dump
+    assert fetched.checksum == hashlib.sha1(PAYLOAD[:4096]).hexdigest()
+    assert fetched.bytes == 4096
+    assert not fetched.downloaded and not fetched.verified
+    assert not (tmp_path / "unused").exists()
+    listing = tmp_path / "md5sums.txt"
+    listing.write_text(f"{hashlib.md5(PAYLOAD[:4096]).hexdigest()}  local.json.gz\n")
+    verified = fetch_dump(str(dump), tmp_path, checksums=str(listing))
+    assert verified.verified and verified.checksum_algorithm == "md5"
+    listing.write_text(f"{'a' * 32}  local.json.gz\n")
+    with pytest.raises(DownloadError, match="local.json.gz"):
+        fetch_dump(str(dump), tmp_path, checksums=str(listing))
+    assert dump.exists()
+
+
+def test_missing_local_path(tmp_path):
+    with pytest.raises(DownloadError, match="dump not found"):
+        fetch_dump(str(tmp_path / "absent.json.gz"), tmp_path)

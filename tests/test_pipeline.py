@@ -1,0 +1,88 @@
+"""The ingest stage end to end on the embedded sample, through Dagster, in process."""
+
+import json
+import shutil
+
+import dagster as dg
+import pytest
+
+from chronoscope_dagster.data import SNAPSHOT_YEARS
+from chronoscope_dagster.definitions import build_definitions
+from chronoscope_dagster.orchestration import RunFailed, run_selection
+from chronoscope_dagster.warehouse import Warehouse
+
+
+def test_every_run_and_check_passes(sample_home):
+    _, results = sample_home
+    assert len(results) == len(SNAPSHOT_YEARS)
+    assert all(result.success for result in results)
+    evaluations = [e for result in results for e in result.get_asset_check_evaluations()]
+    assert {e.check_name for e in evaluations} == {
+        "claims_reconcile", "claims_well_formed", "claims_expectations", "labels_well_formed",
+    }  # fmt: skip
+    assert all(e.passed for e in evaluations)
+
+
+def test_views_reflect_the_snapshots(sample_home):
+    home, _ = sample_home
+    warehouse = Warehouse(home)
+    rows = warehouse.query("SELECT snapshot_year, count(*) AS n FROM claims GROUP BY 1").to_pylist()
+    per_year = {row["snapshot_year"]: row["n"] for row in rows}
+    assert sorted(per_year) == [int(y) for y in SNAPSHOT_YEARS]
+    # facts only accumulate: a later snapshot knows at least as many statements
+    counts = [per_year[int(y)] for y in SNAPSHOT_YEARS]
+    assert counts == sorted(counts) and counts[0] < counts[-1]
+    # an end after the snapshot date is still open in that snapshot
+    closed_later = warehouse.query(
+        """
+        SELECT count(*) AS n FROM claims a JOIN claims b USING (statement_id)
+        WHERE a.snapshot_year = 2022 AND b.snapshot_year = 2025
+          AND a.end_date IS NULL AND NOT a.end_unknown AND b.end_date > DATE '2022-12-31'
+        """
+    ).to_pylist()[0]["n"]
+    assert closed_later > 0
+    unlabelled_values = warehouse.query(
+        "SELECT count(*) AS n FROM claims c ANTI JOIN labels l "
+        "ON c.value_qid = l.qid AND c.snapshot_year = l.snapshot_year"
+    ).to_pylist()[0]["n"]
+    assert unlabelled_values == 0
+
+
+def test_rematerializing_gives_identical_files(sample_home, tmp_path):
+    home, _ = sample_home
+    run_selection(
+        home=str(tmp_path), selection="key:claims", instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
+    )  # fmt: skip
+    for asset in ("claims", "labels"):
+        for year in SNAPSHOT_YEARS:
+            first = Warehouse(home).data_path(asset, snapshot_year=year).read_bytes()
+            second = Warehouse(tmp_path).data_path(asset, snapshot_year=year).read_bytes()
+            assert first == second, f"{asset} {year} differs between two runs"
+
+
+def test_ci_check_job_fails_on_a_corrupted_input(sample_home, tmp_path):
+    home, _ = sample_home
+    corrupted = tmp_path / "home"
+    shutil.copytree(home, corrupted)
+    report_path = corrupted / "claims" / "snapshot_year=2023" / "report.json"
+    report = json.loads(report_path.read_text())
+    report["counts"]["statements_seen"] += 1  # one statement no longer accounted for
+    report_path.write_text(json.dumps(report))
+    defs = build_definitions(str(corrupted))
+    result = defs.resolve_job_def("ci_checks").execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
+    )
+    assert not result.success
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert failed == {"claims_reconcile"}
+
+
+def test_a_failing_blocking_check_stops_the_run(tmp_path):
+    only_properties = tmp_path / "properties.jsonl"
+    only_properties.write_text('{"id": "P31", "type": "property"}\n')
+    with pytest.raises(RunFailed, match="claims_well_formed"):
+        run_selection(
+            home=str(tmp_path / "h"), dumps={"2022": str(only_properties)}, selection="key:claims",
+            instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None,
+        )  # fmt: skip
