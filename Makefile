@@ -1,0 +1,48 @@
+# The two commands of the README:
+#   make run    set up, then materialize every asset (and its checks) on the embedded sample
+#   make test   set up, then run the tests
+VENV ?= .venv
+HOME_DIR ?= .chronoscope
+export DAGSTER_HOME ?= $(abspath $(HOME_DIR))/dagster
+
+.PHONY: setup run test lint format ui sample validate ci-checks bench clean
+
+setup:
+	@scripts/setup.sh
+
+run: setup
+	$(VENV)/bin/chronoscope run --home $(HOME_DIR)
+
+test: setup
+	$(VENV)/bin/pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+format: setup
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+# The Dagster UI on the same data as `make run` (http://127.0.0.1:3000)
+ui: setup
+	mkdir -p $(DAGSTER_HOME)
+	CHRONOSCOPE_HOME=$(abspath $(HOME_DIR)) $(VENV)/bin/dagster dev -m chronoscope_dagster.definitions -h 127.0.0.1 -p 3000
+
+# Re-render the embedded sample's dumps after editing its TSV files
+sample: setup
+	$(VENV)/bin/python scripts/render_sample.py
+
+validate: setup
+	$(VENV)/bin/dagster definitions validate -m chronoscope_dagster.definitions
+
+# Every asset check against what `make run` materialized
+ci-checks: setup
+	mkdir -p $(DAGSTER_HOME)
+	CHRONOSCOPE_HOME=$(abspath $(HOME_DIR)) $(VENV)/bin/dagster job execute -m chronoscope_dagster.definitions -j ci_checks
+
+bench: setup
+	$(VENV)/bin/python benchmarks/bench_ingest.py
+
+clean:
+	rm -rf $(HOME_DIR)
