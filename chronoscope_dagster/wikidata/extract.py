@@ -86,6 +86,10 @@ class ChunkResult:
     counts: Counter[str] = field(default_factory=Counter)
 
 
+_RANKS = frozenset(("preferred", "normal", "deprecated"))
+_SPECIAL_SNAK = {"somevalue": "dropped:somevalue_value", "novalue": "dropped:novalue_value"}
+
+
 class _Rejected(Exception):
     def __init__(self, reason: str):
         self.reason = reason
@@ -98,14 +102,17 @@ class Extractor:
         self.catalog = catalog or default_catalog()
         self.schema = claims_schema(self.catalog)
         self._pids = self.catalog.pids
-        self._time_columns = {pid: name for pid, name in self.catalog.time_qualifiers.items()}
-        self._list_qualifiers = [
-            (pid, column, True) for pid, column in self.catalog.entity_qualifiers.items()
-        ] + [(pid, column, False) for pid, column in self.catalog.ordinal_qualifiers.items()]
+        self._time_slots = {pid: i for i, pid in enumerate(self.catalog.time_qualifiers)}
+        self._end_slot = list(self.catalog.time_qualifiers.values()).index("end")
+        list_pids = [*self.catalog.entity_qualifiers, *self.catalog.ordinal_qualifiers]
+        self._list_slots = {pid: i for i, pid in enumerate(list_pids)}
+        self._no_qualifiers = (None,) * (3 * len(self._time_slots)) + (False,)
+        self._no_qualifiers += (None,) * len(self._list_slots)
+        self._time_cache: dict[tuple, WikidataTime | InvalidTime] = {}
 
     def extract_lines(self, lines: list[bytes]) -> ChunkResult:
         counts: Counter[str] = Counter()
-        claims: dict[str, list] = {name: [] for name in self.schema.names}
+        rows: list[tuple] = []
         labels: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
         for raw in lines:
             counts["lines"] += 1
@@ -134,9 +141,16 @@ class Extractor:
                 continue
             counts["items"] += 1
             self._labels(entity_id, entity, labels, counts)
-            self._statements(entity_id, entity.get("claims"), claims, counts)
+            self._statements(entity_id, entity.get("claims"), rows, counts)
+        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in self.schema.names]
         return ChunkResult(
-            claims=pa.table(claims, schema=self.schema),
+            claims=pa.Table.from_arrays(
+                [
+                    pa.array(column, type=f.type)
+                    for column, f in zip(columns, self.schema, strict=True)
+                ],
+                schema=self.schema,
+            ),
             labels=pa.table(labels, schema=LABELS_SCHEMA),
             counts=counts,
         )
@@ -147,7 +161,7 @@ class Extractor:
         alias_list = aliases.get("en") if isinstance(aliases, dict) else None
         alias_values = [
             alias["value"]
-            for alias in alias_list or ()
+            for alias in (alias_list if isinstance(alias_list, list) else ())
             if isinstance(alias, dict) and isinstance(alias.get("value"), str)
         ]
         if label is None and not alias_values:
@@ -158,89 +172,113 @@ class Extractor:
         out["description"].append(_english(entity.get("descriptions")))
         out["aliases"].append(alias_values)
 
-    def _statements(self, qid: str, claims: object, out: dict[str, list], counts: Counter) -> None:
+    def _statements(self, qid: str, claims: object, rows: list[tuple], counts: Counter) -> None:
         if not isinstance(claims, dict):
             return
+        seen = kept = 0
         for pid in self._pids:
             statements = claims.get(pid)
-            if not statements:
+            if not statements or not isinstance(statements, list):
                 continue
             for statement in statements:
-                counts["statements_seen"] += 1
+                seen += 1
                 try:
-                    row = self._statement(statement)
+                    rows.append((qid, pid, *self._statement(statement, counts)))
                 except _Rejected as rejected:
-                    counts[f"dropped:{rejected.reason}"] += 1
+                    counts[rejected.reason] += 1
                     continue
-                counts["statements_kept"] += 1
-                counts.update(row.pop("_notes"))
-                out["subject_qid"].append(qid)
-                out["pid"].append(pid)
-                for name, value in row.items():
-                    out[name].append(value)
+                kept += 1
+        counts["statements_seen"] += seen
+        counts["statements_kept"] += kept
 
-    def _statement(self, statement: object) -> dict:
-        if not isinstance(statement, dict) or not isinstance(statement.get("mainsnak"), dict):
-            raise _Rejected("malformed_statement")
+    def _statement(self, statement: object, counts: Counter) -> tuple:
+        """The columns after subject and pid, or ``_Rejected`` with the reason."""
+        if not isinstance(statement, dict):
+            raise _Rejected("dropped:malformed_statement")
+        mainsnak = statement.get("mainsnak")
         rank = statement.get("rank") or "normal"
+        if not isinstance(mainsnak, dict) or not isinstance(rank, str) or rank not in _RANKS:
+            raise _Rejected("dropped:malformed_statement")
         if rank == "deprecated":
-            raise _Rejected("deprecated")
-        mainsnak = statement["mainsnak"]
+            raise _Rejected("dropped:deprecated")
         snaktype = mainsnak.get("snaktype", "value")
-        if snaktype == "somevalue":
-            raise _Rejected("somevalue_value")
-        if snaktype == "novalue":
-            raise _Rejected("novalue_value")
-        value_qid = _item_value(mainsnak)
-        row: dict = {"value_qid": value_qid, "rank": rank, "statement_id": statement.get("id")}
-        notes: Counter[str] = Counter()
+        if snaktype != "value":
+            special = _SPECIAL_SNAK.get(snaktype) if isinstance(snaktype, str) else None
+            raise _Rejected(special or "dropped:malformed_statement")
+        head = (_item_value(mainsnak), rank, _string_or_none(statement.get("id")))
         qualifiers = statement.get("qualifiers")
-        if not isinstance(qualifiers, dict):
-            qualifiers = {}
-        end_unknown = False
-        for pid, name in self._time_columns.items():
-            parsed: list[WikidataTime] = []
-            for snak in qualifiers.get(pid) or ():
-                if not isinstance(snak, dict):
-                    continue
-                kind = snak.get("snaktype", "value")
-                if kind == "somevalue":
-                    end_unknown = end_unknown or name == "end"
-                    notes[f"qualifier_somevalue:{pid}"] += 1
-                    continue
-                if kind != "value":
-                    notes[f"qualifier_novalue:{pid}"] += 1
-                    continue
-                try:
-                    parsed.append(parse_time((snak.get("datavalue") or {}).get("value")))
-                except InvalidTime as error:
-                    raise _Rejected("invalid_time") from error
-            if len(parsed) > 1:
-                notes[f"several_values:{pid}"] += 1
-            chosen = (max if name == "end" else min)(parsed, key=_epoch) if parsed else None
-            row[f"{name}_date"] = chosen.epoch_day if chosen else None
-            row[f"{name}_precision"] = chosen.precision if chosen else None
-            row[f"{name}_calendar"] = chosen.calendar if chosen else None
-        if end_unknown and row["end_date"] is not None:
-            end_unknown = False
-        row["end_unknown"] = end_unknown
-        for pid, column, is_entity in self._list_qualifiers:
+        if not qualifiers or not isinstance(qualifiers, dict):
+            return head + self._no_qualifiers
+        times = [None] * (3 * len(self._time_slots))
+        lists: list[list[str] | None] = [None] * len(self._list_slots)
+        unknown_end = False
+        for pid, snaks in qualifiers.items():
+            if not isinstance(snaks, list):
+                continue
+            slot = self._time_slots.get(pid)
+            if slot is not None:
+                parsed: list[WikidataTime] = []
+                for snak in snaks:
+                    kind = snak.get("snaktype", "value") if isinstance(snak, dict) else None
+                    if kind == "value":
+                        parsed.append(self._time(_datavalue(snak)))
+                    elif kind == "somevalue":
+                        unknown_end = unknown_end or slot == self._end_slot
+                        counts[f"qualifier_somevalue:{pid}"] += 1
+                    elif kind == "novalue":
+                        counts[f"qualifier_novalue:{pid}"] += 1
+                if parsed:
+                    if len(parsed) > 1:
+                        counts[f"several_values:{pid}"] += 1
+                    chosen = (max if slot == self._end_slot else min)(parsed, key=_epoch)
+                    times[3 * slot : 3 * slot + 3] = (
+                        chosen.epoch_day, chosen.precision, chosen.calendar,
+                    )  # fmt: skip
+                continue
+            slot = self._list_slots.get(pid)
+            if slot is None:
+                continue
             values = []
-            for snak in qualifiers.get(pid) or ():
+            is_entity = pid in self.catalog.entity_qualifiers
+            for snak in snaks:
                 if not isinstance(snak, dict) or snak.get("snaktype", "value") != "value":
                     continue
                 if is_entity:
                     try:
                         values.append(_item_value(snak))
                     except _Rejected:
-                        notes[f"qualifier_not_item:{pid}"] += 1
+                        counts[f"qualifier_not_item:{pid}"] += 1
                 else:
-                    value = (snak.get("datavalue") or {}).get("value")
+                    value = _datavalue(snak)
                     if isinstance(value, str):
                         values.append(value)
-            row[column] = values or None
-        row["_notes"] = notes
-        return row
+            lists[slot] = values or None
+        end_unknown = unknown_end and times[3 * self._end_slot] is None
+        return (*head, *times, end_unknown, *lists)
+
+    def _time(self, value: object) -> WikidataTime:
+        """Parse a time value, memoized: real dumps repeat the same dates constantly."""
+        try:
+            precision, calendar = value.get("precision"), value.get("calendarmodel")
+            key = (value["time"], precision, calendar, type(precision), type(calendar))
+            cached = self._time_cache.get(key)
+        except (TypeError, KeyError, AttributeError):
+            key, cached = None, None
+        if cached is None:
+            try:
+                cached = parse_time(value)
+            except InvalidTime as error:
+                cached = error
+            if key is not None and len(self._time_cache) < 1_000_000:
+                self._time_cache[key] = cached
+        if isinstance(cached, InvalidTime):
+            raise _Rejected("dropped:invalid_time")
+        return cached
+
+
+def _datavalue(snak: dict) -> object:
+    datavalue = snak.get("datavalue")
+    return datavalue.get("value") if isinstance(datavalue, dict) else None
 
 
 def _epoch(time: WikidataTime) -> int:
@@ -250,23 +288,27 @@ def _epoch(time: WikidataTime) -> int:
 def _item_value(snak: dict) -> str:
     datavalue = snak.get("datavalue")
     if not isinstance(datavalue, dict):
-        raise _Rejected("malformed_value")
+        raise _Rejected("dropped:malformed_value")
     value = datavalue.get("value")
     if datavalue.get("type") != "wikibase-entityid" or not isinstance(value, dict):
-        raise _Rejected("non_item_value")
+        raise _Rejected("dropped:non_item_value")
     entity_type = value.get("entity-type")
     if entity_type is not None and entity_type != "item":
-        raise _Rejected("non_item_value")
+        raise _Rejected("dropped:non_item_value")
     numeric_id = value.get("numeric-id")
     explicit_id = value.get("id")
     if isinstance(numeric_id, int) and not isinstance(numeric_id, bool) and numeric_id > 0:
         qid = f"Q{numeric_id}"
         if explicit_id is not None and explicit_id != qid:
-            raise _Rejected("malformed_value")
+            raise _Rejected("dropped:malformed_value")
         return qid
     if numeric_id is None and isinstance(explicit_id, str) and QID.fullmatch(explicit_id):
         return explicit_id
-    raise _Rejected("malformed_value")
+    raise _Rejected("dropped:malformed_value")
+
+
+def _string_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _english(values: object) -> str | None:

@@ -129,6 +129,7 @@ def open_dump(path: Path) -> io.BufferedIOBase:
 
 def iter_blocks(paths: list[Path], block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
     """Blocks of whole lines from the decompressed files, in order."""
+    decompression_errors = _decompression_errors()
     for path in paths:
         try:
             with open_dump(path) as stream:
@@ -143,7 +144,7 @@ def iter_blocks(paths: list[Path], block_bytes: int = BLOCK_BYTES) -> Iterator[b
                     yield pending
         except FileNotFoundError:
             raise
-        except _decompression_errors() as error:
+        except decompression_errors as error:
             raise DumpFormatError(f"{path}: cannot decompress: {error}") from error
 
 
