@@ -279,7 +279,7 @@ def test_local_path_is_returned_as_is(tmp_path):
     verified = fetch_dump(str(dump), tmp_path, checksums=str(listing))
     assert verified.verified and verified.checksum_algorithm == "md5"
     listing.write_text(f"{'a' * 32}  local.json.gz\n")
-    with pytest.raises(DownloadError, match="local.json.gz"):
+    with pytest.raises(DownloadError, match=r"local\.json\.gz"):
         fetch_dump(str(dump), tmp_path, checksums=str(listing))
     assert dump.exists()
 

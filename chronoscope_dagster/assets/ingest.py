@@ -204,6 +204,10 @@ def _accounting(report: ExtractionReport) -> str:
             for reason in LINE_REJECTS
         ),
         ("items", report.get("items")),
+        (
+            "items with malformed claims (not a JSON object)",
+            report.get("items_with_malformed_claims"),
+        ),
         ("non-items skipped (properties, lexemes)", report.get("entities_skipped_non_item")),
         ("statements seen", report.get("statements_seen")),
         ("statements kept", report.get("statements_kept")),

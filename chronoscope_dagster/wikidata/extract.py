@@ -174,11 +174,17 @@ class Extractor:
 
     def _statements(self, qid: str, claims: object, rows: list[tuple], counts: Counter) -> None:
         if not isinstance(claims, dict):
+            if claims:  # old dumps write an empty claims object as []
+                counts["items_with_malformed_claims"] += 1
             return
         seen = kept = 0
         for pid in self._pids:
             statements = claims.get(pid)
-            if not statements or not isinstance(statements, list):
+            if not statements:
+                continue
+            if not isinstance(statements, list):
+                seen += 1
+                counts["dropped:malformed_statement"] += 1
                 continue
             for statement in statements:
                 seen += 1
