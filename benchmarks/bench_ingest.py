@@ -118,15 +118,28 @@ def synthetic_entity(number: int, rng: random.Random, pids: list[str]) -> dict:
     }  # fmt: skip
 
 
-def build_dump(path: Path, entities: int, seed: int = 0) -> int:
-    """Write a .json.gz dump in the official layout; return its uncompressed size."""
+def build_dump(path: Path, entities: int, seed: int = 0, templates: Path | None = None) -> int:
+    """Write a .json.gz dump in the official layout; return its uncompressed size.
+
+    With ``templates`` (a JSON-lines file of real entities, such as
+    ../shared/wikidata-real/entities.jsonl.gz), entity N is template N mod T with its id
+    renumbered; otherwise entities are generated.
+    """
     rng = random.Random(seed)
     pids = list(default_catalog().pids)
+    real = []
+    if templates:
+        with gzip.open(templates) as handle:
+            real = [orjson.loads(line) for line in handle if line.strip()]
     size = 0
     with gzip.open(path, "wb", compresslevel=6) as out:
         out.write(b"[\n")
         for number in range(1, entities + 1):
-            line = orjson.dumps(synthetic_entity(number, rng, pids))
+            if real:
+                entity = dict(real[number % len(real)], id=f"Q{number}")
+            else:
+                entity = synthetic_entity(number, rng, pids)
+            line = orjson.dumps(entity)
             line += b",\n" if number < entities else b"\n"
             out.write(line)
             size += len(line)
@@ -153,10 +166,11 @@ def main() -> int:
     args = parser.parse_args()
     directory = args.keep or Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     directory.mkdir(parents=True, exist_ok=True)
-    dump = directory / f"synthetic-{args.entities}.json.gz"
+    kind = "real" if args.templates else "synthetic"
+    dump = directory / f"{kind}-{args.entities}.json.gz"
     if not dump.exists():
         started = time.perf_counter()
-        build_dump(dump, args.entities)
+        build_dump(dump, args.entities, templates=args.templates)
         print(f"built {dump} in {time.perf_counter() - started:.1f} s")
     compressed = dump.stat().st_size
     with gzip.open(dump, "rb") as handle:

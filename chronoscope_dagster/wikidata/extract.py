@@ -45,6 +45,8 @@ STATEMENT_DROPS = (
     "invalid_time",
 )
 STRUCTURAL = (b"", b"[", b"]")
+_TRAILING_SPACE = frozenset(b" \t\r\n")
+_COMMA = ord(",")
 _TIME_FIELDS = ("date", "precision", "calendar")
 
 
@@ -114,18 +116,21 @@ class Extractor:
         counts: Counter[str] = Counter()
         rows: list[tuple] = []
         labels: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
+        counts["lines"] += len(lines)
         for raw in lines:
-            counts["lines"] += 1
-            line = raw.strip()
-            if line in STRUCTURAL:
+            end = len(raw)
+            while end and raw[end - 1] in _TRAILING_SPACE:
+                end -= 1
+            if end <= 2 and raw.strip() in STRUCTURAL:
                 counts["lines_structural"] += 1
                 continue
-            if line.endswith(b","):
-                line = line[:-1]
+            if raw[end - 1] == _COMMA:
+                end -= 1
+            line = memoryview(raw)[:end]  # no copy of a multi-kilobyte line
             try:
                 entity = orjson.loads(line)
             except orjson.JSONDecodeError:
-                counts[f"rejected:{_decode_failure(line)}"] += 1
+                counts[f"rejected:{_decode_failure(bytes(line))}"] += 1
                 continue
             entity_id = entity.get("id") if isinstance(entity, dict) else None
             if not isinstance(entity_id, str):
