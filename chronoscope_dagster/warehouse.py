@@ -146,7 +146,7 @@ class Warehouse:
 
     def query(self, sql: str) -> pa.Table:
         with self.connect_in_memory() as connection:
-            return connection.execute(sql).fetch_arrow_table()
+            return connection.sql(sql).to_arrow_table()
 
 
 def _sql_string(text: str) -> str:
