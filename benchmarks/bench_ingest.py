@@ -163,6 +163,12 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, help="build the dump here and keep it (reused if present)"
     )
+    parser.add_argument(
+        "--templates",
+        type=Path,
+        help="JSON-lines file of real entities to cycle through "
+        "(e.g. ../shared/wikidata-real/entities.jsonl.gz)",
+    )
     args = parser.parse_args()
     directory = args.keep or Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     directory.mkdir(parents=True, exist_ok=True)
