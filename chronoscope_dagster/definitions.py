@@ -5,10 +5,11 @@ import warnings
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets import ingest
+from chronoscope_dagster.assets import ingest, truth
 from chronoscope_dagster.automation import ci_checks_job, main_job
 from chronoscope_dagster.checks import ingest as ingest_checks
-from chronoscope_dagster.resources import DumpSources, WarehouseResource
+from chronoscope_dagster.checks import truth as truth_checks
+from chronoscope_dagster.resources import AnchorCalendar, DumpSources, WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse
 
 warnings.filterwarnings("ignore", category=dg.PreviewWarning)
@@ -16,17 +17,20 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 
 def build_definitions(
-    home: str | None = None, dump_sources: DumpSources | None = None
+    home: str | None = None,
+    dump_sources: DumpSources | None = None,
+    anchor_calendar: AnchorCalendar | None = None,
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest]),
-        asset_checks=dg.load_asset_checks_from_modules([ingest_checks]),
+        assets=dg.load_assets_from_modules([ingest, truth]),
+        asset_checks=dg.load_asset_checks_from_modules([ingest_checks, truth_checks]),
         jobs=[main_job, ci_checks_job],
         resources={
             "warehouse": WarehouseResource(home=str(warehouse.home)),
             "duckdb": DuckDBResource(database=str(warehouse.duckdb_path)),
             "dump_sources": dump_sources or DumpSources(),
+            "anchor_calendar": anchor_calendar or AnchorCalendar(),
         },
         executor=dg.in_process_executor,
     )

@@ -149,5 +149,28 @@ class Warehouse:
             return connection.sql(sql).to_arrow_table()
 
 
+def write_query(
+    connection: duckdb.DuckDBPyConnection, sql: str, path: Path, schema: pa.Schema | None = None
+) -> int:
+    """Stream a query's rows, in its order, into one Parquet file; return the row count.
+
+    pyarrow writes the file (not DuckDB's parallel writer), so the bytes depend only on
+    the rows: the same inputs give an identical file.
+    """
+    reader = connection.sql(sql).to_arrow_reader(1 << 16)
+    schema = schema or reader.schema
+    rows = 0
+    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+        for batch in reader:
+            writer.write_batch(batch.cast(schema) if batch.schema != schema else batch)
+            rows += batch.num_rows
+    return rows
+
+
+def parquet_source(path: Path) -> str:
+    """SQL for reading one Parquet file."""
+    return f"read_parquet({_sql_string(str(path))})"
+
+
 def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"

@@ -8,12 +8,21 @@ EXPECTED_ASSETS = {
     "wikidata_dump": ([], "ingest", "snapshot_year"),
     "claims": (["wikidata_dump"], "ingest", "snapshot_year"),
     "labels": (["wikidata_dump"], "ingest", "snapshot_year"),
+    "fact_intervals": (["claims"], "truth", "snapshot_year"),
+    "truth": (["fact_intervals"], "truth", "snapshot_year"),
+    "present_day": (["labels", "truth"], "truth", None),
 }
 EXPECTED_CHECKS = {
     ("claims", "claims_reconcile"),
     ("claims", "claims_well_formed"),
     ("claims", "claims_expectations"),
     ("labels", "labels_well_formed"),
+    ("fact_intervals", "fact_intervals_reconcile"),
+    ("truth", "truth_values_hold_at_anchor"),
+    ("truth", "truth_keys_and_canonical"),
+    ("truth", "truth_deterministic"),
+    ("truth", "truth_expectations"),
+    ("present_day", "present_day_consistent"),
 }
 
 

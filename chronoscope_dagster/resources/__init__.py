@@ -1,6 +1,7 @@
 """Dagster resources: thin configuration around the domain core."""
 
+from chronoscope_dagster.resources.calendar import AnchorCalendar
 from chronoscope_dagster.resources.dumps import DumpSources
 from chronoscope_dagster.resources.warehouse import WarehouseResource
 
-__all__ = ["DumpSources", "WarehouseResource"]
+__all__ = ["AnchorCalendar", "DumpSources", "WarehouseResource"]

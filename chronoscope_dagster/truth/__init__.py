@@ -1,0 +1,1 @@
+"""Validity intervals, anchored truth tables and present-day answers."""

@@ -1,0 +1,133 @@
+"""Validity intervals of statements, in days, from their time qualifiers.
+
+Rules (every bound is inclusive; a missing bound is open):
+
+* A start (P580) begins on the first day of its precision's span: a year-precision
+  start on 1 January, a month-precision start on the 1st. Decade and coarser
+  precisions span the calendar decade, century... containing the year (the
+  1990s = 1990-1999).
+* An end (P582) ends on the last day of its span: a year-precision end on
+  31 December, a month-precision end on the month's last day.
+* A statement with neither start nor end but a point in time (P585) is valid
+  for the whole span of that point (a year-precision point covers the year). A
+  point is ignored when a start or an end is present.
+* A statement with no time qualifier at all is timeless: valid at every anchor.
+* An end given as "unknown value" (``end_unknown``): the statement ended at a
+  date nobody recorded. It is certainly valid on its start's span and of
+  unknown validity after it, so the truth stage lists its value as *uncertain*
+  from the day after that span on, never as gold. With no start either, the
+  value is uncertain everywhere.
+* Dropped and counted: self-loops (value = subject), deprecated statements
+  (none reach here; counted for safety), and statements whose end precedes
+  their start (``end_before_start``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+INTERVAL_DROPS = ("self_loop", "deprecated", "end_before_start")
+
+
+def _span_start(column: str) -> str:
+    date, precision = f"{column}_date", f"{column}_precision"
+    return f"""CASE
+        WHEN {date} IS NULL THEN NULL
+        WHEN {precision} >= 9 THEN {date}
+        ELSE make_date(
+            CAST(floor(year({date}) / pow(10, 9 - {precision})) * pow(10, 9 - {precision}) AS BIGINT),
+            1, 1)
+    END"""
+
+
+def _span_end(column: str) -> str:
+    date, precision = f"{column}_date", f"{column}_precision"
+    return f"""CASE
+        WHEN {date} IS NULL THEN NULL
+        WHEN {precision} >= 11 THEN {date}
+        WHEN {precision} = 10 THEN last_day({date})
+        WHEN {precision} = 9 THEN make_date(year({date}), 12, 31)
+        ELSE make_date(
+            CAST(floor(year({date}) / pow(10, 9 - {precision})) * pow(10, 9 - {precision})
+                 + pow(10, 9 - {precision}) - 1 AS BIGINT),
+            12, 31)
+    END"""
+
+
+def intervals_sql(claims: str) -> str:
+    """Every statement of ``claims`` (a relation) with its interval and fate.
+
+    Columns: subject_qid, pid, value_qid, rank, statement_id, valid_from,
+    valid_until, certain_until, is_timeless, end_unknown, time_source, drop_reason.
+    """
+    return f"""
+    WITH spans AS (
+        SELECT subject_qid, pid, value_qid, rank, statement_id, end_unknown,
+               {_span_start("start")} AS start_from,
+               {_span_end("start")} AS start_until,
+               {_span_end("end")} AS end_until,
+               {_span_start("point_in_time")} AS point_from,
+               {_span_end("point_in_time")} AS point_until,
+               start_date IS NOT NULL OR end_date IS NOT NULL AS has_bounds,
+               point_in_time_date IS NOT NULL AS has_point
+        FROM {claims}
+    ), bounded AS (
+        SELECT *,
+            CASE WHEN has_bounds THEN start_from WHEN has_point THEN point_from END AS valid_from,
+            CASE WHEN has_bounds THEN end_until WHEN has_point THEN point_until END AS valid_until,
+            NOT has_bounds AND NOT has_point AND NOT end_unknown AS is_timeless,
+            CASE WHEN has_bounds THEN 'start_end' WHEN has_point THEN 'point_in_time'
+                 WHEN end_unknown THEN 'unknown_end' ELSE 'timeless' END AS time_source
+        FROM spans
+    )
+    SELECT subject_qid, pid, value_qid, rank, statement_id,
+           valid_from, valid_until,
+           CASE WHEN end_unknown AND valid_until IS NULL THEN start_until END AS certain_until,
+           is_timeless, end_unknown AND valid_until IS NULL AS end_unknown, time_source,
+           CASE WHEN subject_qid = value_qid THEN 'self_loop'
+                WHEN rank = 'deprecated' THEN 'deprecated'
+                WHEN valid_until < valid_from THEN 'end_before_start' END AS drop_reason
+    FROM bounded
+    """
+
+
+@dataclass(frozen=True)
+class IntervalCounts:
+    statements: int
+    kept: int
+    dropped: dict[str, int]
+    by_source: dict[str, int]
+
+
+def build_intervals(
+    connection: duckdb.DuckDBPyConnection, claims: str, target: str = "fact_intervals"
+) -> IntervalCounts:
+    """Create table ``target`` of kept intervals from relation ``claims``; return the counts."""
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE _intervals_all AS {intervals_sql(claims)}")
+    connection.execute(
+        f"""CREATE OR REPLACE TEMP TABLE {target} AS
+        SELECT * EXCLUDE (drop_reason) FROM _intervals_all WHERE drop_reason IS NULL
+        ORDER BY subject_qid, pid, value_qid, statement_id, valid_from NULLS FIRST"""
+    )
+    total = connection.execute("SELECT count(*) FROM _intervals_all").fetchone()[0]
+    dropped = dict(
+        connection.execute(
+            "SELECT drop_reason, count(*) FROM _intervals_all "
+            "WHERE drop_reason IS NOT NULL GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    )
+    by_source = dict(
+        connection.execute(
+            f"SELECT time_source, count(*) FROM {target} GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    )
+    connection.execute("DROP TABLE _intervals_all")
+    kept = total - sum(dropped.values())
+    return IntervalCounts(
+        statements=total,
+        kept=kept,
+        dropped={reason: dropped.get(reason, 0) for reason in INTERVAL_DROPS},
+        by_source=by_source,
+    )

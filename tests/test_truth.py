@@ -1,0 +1,183 @@
+"""Intervals and truth on hand-made claims: every precision and interval edge."""
+
+from datetime import date
+
+import pytest
+
+from tests.truth_helpers import Claim, compute, day, year
+
+UK, PM = "Q145", "P6"
+JOHNSON, TRUSS, SUNAK = "Q180589", "Q272201", "Q20055561"
+
+
+def interval(claim: Claim):
+    counts, rows, _ = compute([claim], [])
+    assert counts.kept == 1
+    row = rows[0]
+    return row["valid_from"], row["valid_until"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "expected"),
+    [
+        (Claim("Q1", "P39", "Q2", start=("2019-07-24", 11), end=("2022-09-06", 11)),
+         (date(2019, 7, 24), date(2022, 9, 6))),
+        # a year-precision end runs to 31 December; a year-precision start from 1 January
+        (Claim("Q1", "P39", "Q2", start=("2019-01-01", 9), end=("2022-01-01", 9)),
+         (date(2019, 1, 1), date(2022, 12, 31))),
+        # a month-precision end runs to the month's last day (leap February)
+        (Claim("Q1", "P39", "Q2", start=("2019-05-01", 10), end=("2024-02-01", 10)),
+         (date(2019, 5, 1), date(2024, 2, 29))),
+        # decade precision spans the decade
+        (Claim("Q1", "P39", "Q2", start=("1990-01-01", 8), end=("1990-01-01", 8)),
+         (date(1990, 1, 1), date(1999, 12, 31))),
+        # open ends
+        (Claim("Q1", "P39", "Q2", start=("2019-07-24", 11)), (date(2019, 7, 24), None)),
+        (Claim("Q1", "P39", "Q2", end=("2001-03-01", 10)), (None, date(2001, 3, 31))),
+        # a point in time covers its span, and is ignored beside a start or end
+        (Claim("Q1", "P39", "Q2", point=("2010-01-01", 9)), (date(2010, 1, 1), date(2010, 12, 31))),
+        (Claim("Q1", "P39", "Q2", point=("2010-06-12", 11)), (date(2010, 6, 12), date(2010, 6, 12))),
+        (Claim("Q1", "P39", "Q2", start=("2005-01-01", 11), point=("2010-01-01", 9)),
+         (date(2005, 1, 1), None)),
+        (Claim("Q1", "P39", "Q2"), (None, None)),
+    ],
+)  # fmt: skip
+def test_interval_rules(claim, expected):
+    assert interval(claim) == expected
+
+
+def test_drops_are_counted():
+    counts, rows, _ = compute(
+        [
+            Claim("Q1", "P361", "Q1"),
+            Claim("Q1", "P39", "Q2", start=("2010-01-01", 11), end=("2009-01-01", 11)),
+            Claim("Q1", "P39", "Q3", start=("2010-01-01", 9), end=("2010-01-01", 9)),
+        ],
+        [],
+    )
+    assert counts.statements == 3 and counts.kept == 1
+    assert counts.dropped == {"self_loop": 1, "deprecated": 0, "end_before_start": 1}
+    assert [row["value_qid"] for row in rows] == ["Q3"]
+
+
+def uk_prime_ministers() -> list[Claim]:
+    return [
+        Claim(UK, PM, JOHNSON, start=("2019-07-24", 11), end=("2022-09-06", 11)),
+        Claim(UK, PM, TRUSS, start=("2022-09-06", 11), end=("2022-10-25", 11)),
+        Claim(UK, PM, SUNAK, start=("2022-10-25", 11), end=("2024-07-05", 11)),
+    ]
+
+
+def test_year_scope_holds_every_value_of_the_year():
+    _, _, truth = compute(uk_prime_ministers(), [year(2022), year(2021), year(2024), year(2025)])
+    row = truth[("2022", UK, PM)]
+    assert row["value_qids"] == [JOHNSON, TRUSS, SUNAK]  # sorted by QID number
+    assert row["canonical_value_qid"] == SUNAK  # the most recent start
+    assert truth[("2021", UK, PM)]["value_qids"] == [JOHNSON]
+    assert truth[("2024", UK, PM)]["value_qids"] == [SUNAK]
+    assert ("2025", UK, PM) not in truth
+
+
+def test_day_scope_bounds_are_inclusive():
+    anchors = [day("2022-09-05"), day("2022-09-06"), day("2022-09-07"), day("2022-10-25")]
+    _, _, truth = compute(uk_prime_ministers(), anchors)
+    assert truth[("2022-09-05", UK, PM)]["value_qids"] == [JOHNSON]
+    assert truth[("2022-09-06", UK, PM)]["value_qids"] == [JOHNSON, TRUSS]
+    assert truth[("2022-09-07", UK, PM)]["value_qids"] == [TRUSS]
+    assert truth[("2022-10-25", UK, PM)]["canonical_value_qid"] == SUNAK
+
+
+def test_year_precision_end_holds_all_year():
+    # the reference read "ended 2022" as 2022-01-01 and lost the fact at 2022-04-01
+    claims = [Claim("Q1", "P108", "Q2", start=("2015-01-01", 9), end=("2022-01-01", 9))]
+    _, _, truth = compute(claims, [day("2022-10-01"), day("2023-01-01")])
+    assert truth[("2022-10-01", "Q1", "P108")]["value_qids"] == ["Q2"]
+    assert ("2023-01-01", "Q1", "P108") not in truth
+
+
+def test_point_in_time_is_not_active_before_it_happens():
+    claims = [Claim("Q1", "P39", "Q2", point=("2022-11-20", 11))]
+    _, _, truth = compute(claims, [day("2022-04-01"), day("2022-11-20"), year(2022)])
+    assert ("2022-04-01", "Q1", "P39") not in truth
+    assert truth[("2022-11-20", "Q1", "P39")]["value_qids"] == ["Q2"]
+    assert truth[("2022", "Q1", "P39")]["value_qids"] == ["Q2"]
+
+
+def test_canonical_order_rank_then_start_then_qid():
+    claims = [
+        Claim("Q1", "P463", "Q30", start=("2001-01-01", 11)),
+        Claim("Q1", "P463", "Q7", start=("2010-01-01", 11)),
+        Claim("Q1", "P463", "Q9", start=("2010-01-01", 11)),
+        Claim("Q1", "P463", "Q500", start=("1990-01-01", 11), rank="preferred"),
+    ]
+    _, _, truth = compute(claims, [day("2015-01-01")])
+    row = truth[("2015-01-01", "Q1", "P463")]
+    assert row["value_qids"] == ["Q7", "Q9", "Q30", "Q500"]
+    assert row["canonical_value_qid"] == "Q500"  # preferred beats a later start
+    _, _, truth = compute(claims[:3], [day("2015-01-01")])
+    assert (
+        truth[("2015-01-01", "Q1", "P463")]["canonical_value_qid"] == "Q7"
+    )  # equal start: lower QID
+
+
+def test_open_start_counts_as_oldest():
+    claims = [Claim("Q1", "P54", "Q8"), Claim("Q1", "P54", "Q9", start=("1995-01-01", 9))]
+    claims[0].end = ("2000-01-01", 9)
+    _, _, truth = compute(claims, [day("1999-01-01")])
+    assert truth[("1999-01-01", "Q1", "P54")]["canonical_value_qid"] == "Q9"
+
+
+def test_timeless_stored_once_and_joined_into_mixed_pairs():
+    claims = [
+        Claim("Q1", "P31", "Q5"),  # only timeless: one row, no anchor
+        Claim("Q1", "P106", "Q82955"),  # timeless beside a dated value of the same property
+        Claim("Q1", "P106", "Q40348", start=("2005-01-01", 9), end=("2010-01-01", 9)),
+    ]
+    _, _, truth = compute(claims, [year(2000), year(2007)])
+    assert truth[(None, "Q1", "P31")]["value_qids"] == ["Q5"]
+    assert truth[(None, "Q1", "P31")]["anchor_scope"] == "timeless"
+    assert not any(key[1:] == ("Q1", "P31") and key[0] for key in truth)
+    assert truth[("2000", "Q1", "P106")]["value_qids"] == ["Q82955"]
+    assert truth[("2007", "Q1", "P106")]["value_qids"] == ["Q40348", "Q82955"]
+    assert (None, "Q1", "P106") not in truth
+
+
+def test_unknown_end_is_uncertain_after_its_start():
+    claims = [
+        Claim("Q1", "P108", "Q2", start=("2010-03-01", 10), end_unknown=True),
+        Claim("Q1", "P108", "Q3", start=("2015-01-01", 11)),
+    ]
+    _, rows, truth = compute(claims, [day("2010-03-15"), day("2016-01-01"), day("2005-01-01")])
+    unknown = next(r for r in rows if r["value_qid"] == "Q2")
+    assert unknown["end_unknown"] and unknown["certain_until"] == date(2010, 3, 31)
+    assert truth[("2010-03-15", "Q1", "P108")]["value_qids"] == ["Q2"]
+    later = truth[("2016-01-01", "Q1", "P108")]
+    assert later["value_qids"] == ["Q3"] and later["uncertain_value_qids"] == ["Q2"]
+    assert ("2005-01-01", "Q1", "P108") not in truth
+
+
+def test_overlapping_values_of_a_multi_valued_property():
+    claims = [
+        Claim("Q1", "P54", "Q10", start=("2003-07-01", 11), end=("2009-07-01", 11)),
+        Claim("Q1", "P54", "Q11", start=("2003-08-20", 11)),  # national team, concurrent
+        Claim("Q1", "P54", "Q10", start=("2021-08-31", 11), end=("2022-11-22", 11)),
+    ]
+    _, _, truth = compute(claims, [day("2005-01-01"), day("2015-01-01"), year(2022)])
+    assert truth[("2005-01-01", "Q1", "P54")]["value_qids"] == ["Q10", "Q11"]
+    assert truth[("2015-01-01", "Q1", "P54")]["value_qids"] == ["Q11"]
+    assert truth[("2022", "Q1", "P54")]["value_qids"] == ["Q10", "Q11"]
+    assert truth[("2022", "Q1", "P54")]["n_values"] == 2
+
+
+def test_output_does_not_depend_on_input_order():
+    import random
+
+    claims = uk_prime_ministers() + [
+        Claim("Q1", "P463", f"Q{n}", start=(f"{1990 + n % 30}-01-01", 9)) for n in range(2, 60)
+    ]
+    anchors = [year(y) for y in range(1990, 2025)]
+    _, _, first = compute(claims, anchors)
+    shuffled = claims[:]
+    random.Random(3).shuffle(shuffled)
+    _, _, second = compute(shuffled, anchors)
+    assert list(first.items()) == list(second.items())

@@ -1,0 +1,70 @@
+"""Building claims tables by hand and computing their truth, for the truth tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
+import pyarrow as pa
+
+from chronoscope_dagster.truth.anchors import Anchor, anchors_table
+from chronoscope_dagster.truth.intervals import build_intervals
+from chronoscope_dagster.truth.table import truth_sql
+from chronoscope_dagster.wikidata.extract import claims_schema
+from chronoscope_dagster.wikidata.properties import default_catalog
+
+
+@dataclass
+class Claim:
+    subject: str
+    pid: str
+    value: str
+    start: tuple[str, int] | None = None  # (ISO first day, precision)
+    end: tuple[str, int] | None = None
+    point: tuple[str, int] | None = None
+    rank: str = "normal"
+    end_unknown: bool = False
+
+
+def claims_table(claims: list[Claim]) -> pa.Table:
+    schema = claims_schema(default_catalog())
+    columns: dict[str, list] = {name: [] for name in schema.names}
+    for index, claim in enumerate(claims):
+        row = {name: None for name in schema.names}
+        row.update(
+            subject_qid=claim.subject, pid=claim.pid, value_qid=claim.value, rank=claim.rank,
+            statement_id=f"{claim.subject}$S{index}", end_unknown=claim.end_unknown,
+        )  # fmt: skip
+        for name, value in (
+            ("start", claim.start),
+            ("end", claim.end),
+            ("point_in_time", claim.point),
+        ):
+            if value:
+                row[f"{name}_date"] = date.fromisoformat(value[0])
+                row[f"{name}_precision"] = value[1]
+                row[f"{name}_calendar"] = "gregorian"
+        for name in schema.names:
+            columns[name].append(row[name])
+    return pa.table(columns, schema=schema)
+
+
+def day(iso: str) -> Anchor:
+    return Anchor(date.fromisoformat(iso), "day")
+
+
+def year(number: int) -> Anchor:
+    return Anchor(date(number, 1, 1), "year")
+
+
+def compute(claims: list[Claim] | pa.Table, anchors: list[Anchor]):
+    """(interval counts, intervals rows, truth rows keyed by (anchor, subject, pid))."""
+    table = claims if isinstance(claims, pa.Table) else claims_table(claims)
+    connection = duckdb.connect()
+    connection.register("claims_in", table)
+    counts = build_intervals(connection, "claims_in", "fact_intervals")
+    connection.register("anchors", anchors_table(anchors))
+    intervals = connection.sql("SELECT * FROM fact_intervals").to_arrow_table().to_pylist()
+    truth = connection.sql(truth_sql("fact_intervals", "anchors")).to_arrow_table().to_pylist()
+    return counts, intervals, {(r["anchor"], r["subject_qid"], r["pid"]): r for r in truth}
