@@ -85,3 +85,32 @@ def test_a_failing_blocking_check_stops_the_run(tmp_path):
             home=str(tmp_path / "h"), dumps={"2022": str(only_properties)}, selection="key:claims",
             instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None,
         )  # fmt: skip
+
+
+def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    home, _ = sample_home
+    corrupted = tmp_path / "home"
+    shutil.copytree(home, corrupted)
+    path = Warehouse(corrupted).data_path("truth", snapshot_year="2024")
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    victim = next(
+        i for i, row in enumerate(rows) if row["anchor"] == "2010" and row["n_values"] == 1
+    )
+    rows[victim]["value_qids"] = ["Q1"]  # a value that holds nowhere
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    result = (
+        build_definitions(str(corrupted))
+        .resolve_job_def("ci_checks")
+        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    )
+    assert not result.success
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert failed == {
+        "truth_values_hold_at_anchor",
+        "truth_keys_and_canonical",
+        "truth_deterministic",
+    }

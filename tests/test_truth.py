@@ -13,7 +13,7 @@ JOHNSON, TRUSS, SUNAK = "Q180589", "Q272201", "Q20055561"
 def interval(claim: Claim):
     counts, rows, _ = compute([claim], [])
     assert counts.kept == 1
-    row = rows[0]
+    row = rows.to_pylist()[0]
     return row["valid_from"], row["valid_until"]
 
 
@@ -57,7 +57,7 @@ def test_drops_are_counted():
     )
     assert counts.statements == 3 and counts.kept == 1
     assert counts.dropped == {"self_loop": 1, "deprecated": 0, "end_before_start": 1}
-    assert [row["value_qid"] for row in rows] == ["Q3"]
+    assert rows["value_qid"].to_pylist() == ["Q3"]
 
 
 def uk_prime_ministers() -> list[Claim]:
@@ -148,7 +148,7 @@ def test_unknown_end_is_uncertain_after_its_start():
         Claim("Q1", "P108", "Q3", start=("2015-01-01", 11)),
     ]
     _, rows, truth = compute(claims, [day("2010-03-15"), day("2016-01-01"), day("2005-01-01")])
-    unknown = next(r for r in rows if r["value_qid"] == "Q2")
+    unknown = next(r for r in rows.to_pylist() if r["value_qid"] == "Q2")
     assert unknown["end_unknown"] and unknown["certain_until"] == date(2010, 3, 31)
     assert truth[("2010-03-15", "Q1", "P108")]["value_qids"] == ["Q2"]
     later = truth[("2016-01-01", "Q1", "P108")]

@@ -59,12 +59,12 @@ def year(number: int) -> Anchor:
 
 
 def compute(claims: list[Claim] | pa.Table, anchors: list[Anchor]):
-    """(interval counts, intervals rows, truth rows keyed by (anchor, subject, pid))."""
+    """(interval counts, intervals table, truth rows keyed by (anchor, subject, pid))."""
     table = claims if isinstance(claims, pa.Table) else claims_table(claims)
     connection = duckdb.connect()
     connection.register("claims_in", table)
     counts = build_intervals(connection, "claims_in", "fact_intervals")
     connection.register("anchors", anchors_table(anchors))
-    intervals = connection.sql("SELECT * FROM fact_intervals").to_arrow_table().to_pylist()
+    intervals = connection.sql("SELECT * FROM fact_intervals").to_arrow_table()
     truth = connection.sql(truth_sql("fact_intervals", "anchors")).to_arrow_table().to_pylist()
     return counts, intervals, {(r["anchor"], r["subject_qid"], r["pid"]): r for r in truth}
