@@ -38,6 +38,14 @@ TRUTH_SCHEMA = pa.schema(
 )
 
 
+def _sorted_qids(condition: str) -> str:
+    """The QIDs of the group meeting ``condition``, sorted by number (no ordered aggregate)."""
+    return (
+        f"list_transform(list_sort(coalesce(list({QID_NUMBER}) FILTER (WHERE {condition}), [])), "
+        "lambda n: 'Q' || n)"
+    )
+
+
 def truth_sql(intervals: str, anchors: str) -> str:
     """The truth rows from an intervals relation and an anchors relation."""
     return f"""
@@ -67,31 +75,23 @@ def truth_sql(intervals: str, anchors: str) -> str:
         SELECT * FROM dated_hits UNION ALL SELECT * FROM mixed_timeless_hits
         UNION ALL SELECT * FROM timeless_hits
     ), per_value AS (
-        SELECT anchor, anchor_date, anchor_scope, subject_qid, pid, value_qid,
-               {QID_NUMBER} AS qid_number,
+        SELECT anchor, subject_qid, pid, value_qid,
+               any_value(anchor_date) AS anchor_date, any_value(anchor_scope) AS anchor_scope,
                bool_or(certain) AS certain,
                max({RANK_SCORE}) FILTER (WHERE certain) AS rank_score,
-               max(valid_from) FILTER (WHERE certain) AS latest_start,
-               bool_or(certain AND valid_from IS NULL) AS has_open_start
+               max(valid_from) FILTER (WHERE certain) AS latest_start
         FROM hits
-        GROUP BY anchor, anchor_date, anchor_scope, subject_qid, pid, value_qid
-    ), ordered AS (
-        SELECT *,
-            CASE WHEN certain THEN row_number() OVER (
-                PARTITION BY anchor, anchor_scope, subject_qid, pid, certain
-                ORDER BY rank_score DESC, latest_start DESC NULLS LAST, qid_number ASC
-            ) END AS canonical_order
-        FROM per_value
+        GROUP BY anchor, subject_qid, pid, value_qid
     )
-    SELECT anchor, anchor_date, anchor_scope, subject_qid, pid,
-           coalesce(list(value_qid ORDER BY qid_number) FILTER (WHERE certain), [])
-               AS value_qids,
-           any_value(value_qid) FILTER (WHERE canonical_order = 1) AS canonical_value_qid,
-           coalesce(list(value_qid ORDER BY qid_number) FILTER (WHERE NOT certain), [])
-               AS uncertain_value_qids,
+    SELECT anchor, any_value(anchor_date) AS anchor_date, any_value(anchor_scope) AS anchor_scope,
+           subject_qid, pid,
+           {_sorted_qids("certain")} AS value_qids,
+           arg_max(value_qid, (rank_score, coalesce(latest_start, '-infinity'::DATE),
+                               -{QID_NUMBER})) FILTER (WHERE certain) AS canonical_value_qid,
+           {_sorted_qids("NOT certain")} AS uncertain_value_qids,
            CAST(count(*) FILTER (WHERE certain) AS INTEGER) AS n_values
-    FROM ordered
-    GROUP BY anchor, anchor_date, anchor_scope, subject_qid, pid
+    FROM per_value
+    GROUP BY anchor, subject_qid, pid
     ORDER BY anchor NULLS FIRST, anchor_scope, subject_qid, pid
     """
 
