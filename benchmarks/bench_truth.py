@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.truth.anchors import anchors_table, default_calendar
+from chronoscope_dagster.truth.anchors import default_calendar
 from chronoscope_dagster.truth.intervals import build_intervals
-from chronoscope_dagster.truth.table import TRUTH_SCHEMA, truth_sql
+from chronoscope_dagster.truth.table import write_truth
 from chronoscope_dagster.warehouse import parquet_source, write_query
 from chronoscope_dagster.wikidata.extract import claims_schema
 from chronoscope_dagster.wikidata.properties import default_catalog
@@ -113,13 +113,9 @@ def main() -> int:
             write_query(connection, "SELECT * FROM fact_intervals", intervals_path)
             intervals_seconds = time.perf_counter() - started
             connection.execute("DROP TABLE fact_intervals")
-            connection.register("anchors", anchors_table(anchors))
             started = time.perf_counter()
-            rows = write_query(
-                connection,
-                truth_sql(parquet_source(intervals_path), "anchors"),
-                Path(scratch) / "truth.parquet",
-                TRUTH_SCHEMA,
+            rows = write_truth(
+                connection, parquet_source(intervals_path), anchors, Path(scratch) / "truth.parquet"
             )
             truth_seconds = time.perf_counter() - started
             connection.close()

@@ -165,7 +165,7 @@ def _sql(args: argparse.Namespace) -> int:
     if not warehouse.home.exists():
         raise UsageError(f"no warehouse at {warehouse.home}; run `chronoscope run` first")
     started = time.perf_counter()
-    with warehouse.connect_in_memory() as connection:
+    with warehouse.connect(views=True) as connection:
         try:
             cursor = connection.execute(args.query)
         except duckdb.Error as error:

@@ -138,14 +138,23 @@ class Warehouse:
             created.append(asset)
         return created
 
-    def connect_in_memory(self) -> duckdb.DuckDBPyConnection:
-        """A private DuckDB with the warehouse views: reads never lock the DuckDB file."""
-        connection = duckdb.connect(":memory:")
-        self.create_views(connection)
+    def connect(self, *, views: bool = False) -> duckdb.DuckDBPyConnection:
+        """A private in-memory DuckDB (reads never lock the DuckDB file), spilling under the home.
+
+        ``views`` adds the warehouse views. Threads follow ``CHRONOSCOPE_DUCKDB_THREADS``
+        (default: DuckDB's, one per core).
+        """
+        config = {"temp_directory": str(self.home / ".duckdb_spill")}
+        threads = int(os.environ.get("CHRONOSCOPE_DUCKDB_THREADS", "0"))
+        if threads > 0:
+            config["threads"] = threads
+        connection = duckdb.connect(":memory:", config=config)
+        if views:
+            self.create_views(connection)
         return connection
 
     def query(self, sql: str) -> pa.Table:
-        with self.connect_in_memory() as connection:
+        with self.connect(views=True) as connection:
             return connection.sql(sql).to_arrow_table()
 
 

@@ -181,3 +181,16 @@ def test_output_does_not_depend_on_input_order():
     random.Random(3).shuffle(shuffled)
     _, _, second = compute(shuffled, anchors)
     assert list(first.items()) == list(second.items())
+
+
+def test_anchor_batching_does_not_change_the_output():
+    claims = (
+        uk_prime_ministers()
+        + [Claim("Q1", "P463", f"Q{n}", start=(f"{1990 + n % 30}-01-01", 9)) for n in range(2, 40)]
+        + [Claim("Q1", "P31", "Q5"), Claim("Q1", "P106", "Q82955")]
+    )
+    anchors = [year(y) for y in range(1990, 2025)] + [day("2022-09-06"), day("2024-01-01")]
+    _, _, one_query = compute(claims, anchors, anchors_per_query=100)
+    _, _, one_anchor_each = compute(claims, anchors, anchors_per_query=1)
+    assert list(one_query.items()) == list(one_anchor_each.items())
+    assert next(iter(one_query))[0] is None  # timeless rows come first

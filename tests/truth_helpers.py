@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from datetime import date
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from chronoscope_dagster.truth.anchors import Anchor, anchors_table
+from chronoscope_dagster.truth.anchors import Anchor
 from chronoscope_dagster.truth.intervals import build_intervals
-from chronoscope_dagster.truth.table import truth_sql
+from chronoscope_dagster.truth.table import write_truth
 from chronoscope_dagster.wikidata.extract import claims_schema
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -58,13 +61,15 @@ def year(number: int) -> Anchor:
     return Anchor(date(number, 1, 1), "year")
 
 
-def compute(claims: list[Claim] | pa.Table, anchors: list[Anchor]):
+def compute(claims: list[Claim] | pa.Table, anchors: list[Anchor], anchors_per_query: int = 100):
     """(interval counts, intervals table, truth rows keyed by (anchor, subject, pid))."""
     table = claims if isinstance(claims, pa.Table) else claims_table(claims)
     connection = duckdb.connect()
     connection.register("claims_in", table)
     counts = build_intervals(connection, "claims_in", "fact_intervals")
-    connection.register("anchors", anchors_table(anchors))
     intervals = connection.sql("SELECT * FROM fact_intervals").to_arrow_table()
-    truth = connection.sql(truth_sql("fact_intervals", "anchors")).to_arrow_table().to_pylist()
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "truth.parquet"
+        write_truth(connection, "fact_intervals", anchors, path, anchors_per_query)
+        truth = pq.read_table(path).to_pylist()
     return counts, intervals, {(r["anchor"], r["subject_qid"], r["pid"]): r for r in truth}

@@ -1,7 +1,6 @@
 """Truth: validity intervals, anchored truth tables, present-day answers."""
 
 import dagster as dg
-import duckdb as duckdb_module
 from dagster_duckdb import DuckDBResource
 
 from chronoscope_dagster.assets.metadata import markdown_table
@@ -10,9 +9,8 @@ from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
 from chronoscope_dagster.truth import intervals as intervals_module
 from chronoscope_dagster.truth import table as truth_module
-from chronoscope_dagster.truth.anchors import anchors_table
 from chronoscope_dagster.truth.intervals import build_intervals
-from chronoscope_dagster.truth.table import TRUTH_SCHEMA, present_day_sql, truth_sql
+from chronoscope_dagster.truth.table import present_day_sql, write_truth
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
 
@@ -34,7 +32,7 @@ def fact_intervals(
 ) -> dg.MaterializeResult:
     year = context.partition_key
     store = warehouse.warehouse
-    with duckdb_module.connect() as connection:
+    with store.connect() as connection:
         claims = parquet_source(store.data_path("claims", snapshot_year=year))
         counts = build_intervals(connection, claims, "fact_intervals")
         with store.writing("fact_intervals", snapshot_year=year) as path:
@@ -74,14 +72,10 @@ def truth(
     year = context.partition_key
     store = warehouse.warehouse
     anchors = anchor_calendar.anchors(int(year))
-    with duckdb_module.connect() as connection:
-        connection.register("anchors", anchors_table(anchors))
+    with store.connect() as connection:
         intervals = parquet_source(store.data_path("fact_intervals", snapshot_year=year))
-        connection.execute(f"CREATE TEMP VIEW fact_intervals AS SELECT * FROM {intervals}")
         with store.writing("truth", snapshot_year=year) as path:
-            rows = write_query(
-                connection, truth_sql("fact_intervals", "anchors"), path, TRUTH_SCHEMA
-            )
+            rows = write_truth(connection, intervals, anchors, path)
         summary = connection.execute(
             f"""SELECT anchor_scope, count(*) AS rows, sum(n_values) AS values,
                        count_if(n_values > 1) AS multi_valued,
@@ -121,7 +115,7 @@ def present_day(
     store = warehouse.warehouse
     year = latest_snapshot(store)
     anchor = anchor_calendar.present_day_anchor(int(year))
-    with duckdb_module.connect() as connection:
+    with store.connect() as connection:
         truth_rows = parquet_source(store.data_path("truth", snapshot_year=year))
         labels = parquet_source(store.data_path("labels", snapshot_year=year))
         with store.writing("present_day") as path:

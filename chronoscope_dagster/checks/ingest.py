@@ -70,7 +70,7 @@ def claims_well_formed(
         f"+ count_if(({name}_date IS NULL) <> ({name}_calendar IS NULL))"
         for name in ("start", "end", "point_in_time")
     )
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         row = connection.execute(
             f"""
             SELECT
@@ -137,7 +137,7 @@ def claims_expectations(
     years = checked_partitions(context, store, "claims", "snapshot_year")
     failures: dict[str, int] = {}
     rows = []
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         for year in years:
             frame = connection.execute(
                 f"SELECT subject_qid, value_qid, pid, rank, start_precision, end_precision, "
@@ -170,7 +170,7 @@ def labels_well_formed(
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     years = checked_partitions(context, store, "labels", "snapshot_year")
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         rows, duplicates, bad_qid, empty = connection.execute(
             f"""
             SELECT count(*), count(*) - count(DISTINCT (snapshot_year, qid)),

@@ -5,16 +5,14 @@ import tempfile
 from pathlib import Path
 
 import dagster as dg
-import duckdb as duckdb_module
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.metadata import markdown_table
 from chronoscope_dagster.checks.expectations import run_suite
 from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
-from chronoscope_dagster.truth.anchors import anchors_table
-from chronoscope_dagster.truth.table import TRUTH_SCHEMA, truth_sql
-from chronoscope_dagster.warehouse import parquet_source, write_query
+from chronoscope_dagster.truth.table import write_truth
+from chronoscope_dagster.warehouse import parquet_source
 
 
 @dg.asset_check(
@@ -45,7 +43,7 @@ def fact_intervals_reconcile(
             problems.append(f"{year}: kept + dropped != statements")
         if rows != report["kept"]:
             problems.append(f"{year}: {rows} rows != {report['kept']} kept")
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         inverted, bounded_timeless = connection.execute(
             f"""SELECT count_if(valid_until < valid_from),
                        count_if(is_timeless AND (valid_from IS NOT NULL OR valid_until IS NOT NULL))
@@ -80,7 +78,7 @@ def truth_values_hold_at_anchor(
             AND coalesce(i.valid_until, 'infinity'::DATE) >= t.scope_start
             AND (NOT i.end_unknown OR i.certain_until >= t.scope_start))))
     """
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         connection.execute(
             f"""CREATE TEMP TABLE scoped AS
             SELECT snapshot_year, anchor, anchor_scope, subject_qid, pid, value_qids,
@@ -129,7 +127,7 @@ def truth_keys_and_canonical(
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     years = sql_list(checked_partitions(context, store, "truth", "snapshot_year"), numeric=True)
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         rows, duplicates, outside, missing_canonical = connection.execute(
             f"""SELECT count(*),
                    count(*) - count(DISTINCT (snapshot_year, anchor, anchor_scope, subject_qid, pid)),
@@ -162,13 +160,11 @@ def truth_deterministic(
     store = warehouse.warehouse
     years = checked_partitions(context, store, "truth", "snapshot_year")
     differing = []
-    with tempfile.TemporaryDirectory() as scratch, duckdb_module.connect() as connection:
+    with tempfile.TemporaryDirectory() as scratch, store.connect() as connection:
         for year in years:
-            connection.register("anchors", anchors_table(anchor_calendar.anchors(int(year))))
             intervals = parquet_source(store.data_path("fact_intervals", snapshot_year=year))
-            connection.execute(f"CREATE OR REPLACE TEMP VIEW fi AS SELECT * FROM {intervals}")
             again = Path(scratch) / f"truth-{year}.parquet"
-            write_query(connection, truth_sql("fi", "anchors"), again, TRUTH_SCHEMA)
+            write_truth(connection, intervals, anchor_calendar.anchors(int(year)), again)
             if not filecmp.cmp(again, store.data_path("truth", snapshot_year=year), shallow=False):
                 differing.append(year)
     return dg.AssetCheckResult(
@@ -213,7 +209,7 @@ def truth_expectations(
     store = warehouse.warehouse
     years = checked_partitions(context, store, "truth", "snapshot_year")
     rows, failures = [], {}
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         for year in years:
             frame = connection.execute(
                 f"""SELECT subject_qid, pid, anchor_scope, canonical_value_qid, n_values,
@@ -245,7 +241,7 @@ def truth_expectations(
 def present_day_consistent(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     report = store.read_report("present_day")
-    with store.connect_in_memory() as connection:
+    with store.connect(views=True) as connection:
         rows, duplicates, bad_canonical, not_in_truth = connection.execute(
             f"""SELECT count(*),
                    count(*) - count(DISTINCT (subject_qid, pid)),

@@ -17,8 +17,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chronoscope_dagster.truth.anchors import Anchor, anchors_table
 
 RANK_SCORE = "CASE rank WHEN 'preferred' THEN 2 WHEN 'normal' THEN 1 ELSE 0 END"
 QID_NUMBER = "CAST(substr(value_qid, 2) AS BIGINT)"
@@ -46,13 +51,20 @@ def _sorted_qids(condition: str) -> str:
     )
 
 
-def truth_sql(intervals: str, anchors: str) -> str:
-    """The truth rows from an intervals relation and an anchors relation."""
-    return f"""
-    WITH pairs AS (
-        SELECT subject_qid, pid, bool_and(is_timeless) AS all_timeless
-        FROM {intervals} GROUP BY subject_qid, pid
-    ), dated_hits AS (
+def truth_sql(intervals: str, anchors: str | None) -> str:
+    """Truth rows, ordered by anchor, subject and property.
+
+    With ``anchors`` (a relation of anchors), the rows of those anchors; with None,
+    the timeless rows. ``intervals`` holds the kept intervals and a column
+    ``all_timeless`` telling whether its (subject, property) has no dated statement.
+    """
+    if anchors is None:
+        hits = f"""
+        SELECT NULL::VARCHAR AS anchor, NULL::DATE AS anchor_date, 'timeless' AS anchor_scope,
+               subject_qid, pid, value_qid, rank, valid_from, TRUE AS certain
+        FROM {intervals} WHERE all_timeless"""
+    else:
+        hits = f"""
         SELECT a.anchor, a.anchor_date, a.anchor_scope, i.subject_qid, i.pid, i.value_qid,
                i.rank, i.valid_from,
                NOT i.end_unknown OR (i.valid_from IS NOT NULL AND i.certain_until >= a.scope_start)
@@ -61,19 +73,13 @@ def truth_sql(intervals: str, anchors: str) -> str:
           ON coalesce(i.valid_from, '-infinity'::DATE) <= a.scope_end
          AND coalesce(i.valid_until, 'infinity'::DATE) >= a.scope_start
         WHERE NOT i.is_timeless
-    ), mixed_timeless_hits AS (
+        UNION ALL
         SELECT a.anchor, a.anchor_date, a.anchor_scope, i.subject_qid, i.pid, i.value_qid,
                i.rank, i.valid_from, TRUE AS certain
-        FROM {intervals} i JOIN pairs p USING (subject_qid, pid) CROSS JOIN {anchors} a
-        WHERE i.is_timeless AND NOT p.all_timeless
-    ), timeless_hits AS (
-        SELECT NULL::VARCHAR AS anchor, NULL::DATE AS anchor_date, 'timeless' AS anchor_scope,
-               i.subject_qid, i.pid, i.value_qid, i.rank, i.valid_from, TRUE AS certain
-        FROM {intervals} i JOIN pairs p USING (subject_qid, pid)
-        WHERE p.all_timeless
-    ), hits AS (
-        SELECT * FROM dated_hits UNION ALL SELECT * FROM mixed_timeless_hits
-        UNION ALL SELECT * FROM timeless_hits
+        FROM {intervals} i CROSS JOIN {anchors} a
+        WHERE i.is_timeless AND NOT i.all_timeless"""
+    return f"""
+    WITH hits AS ({hits}
     ), per_value AS (
         SELECT anchor, subject_qid, pid, value_qid,
                any_value(anchor_date) AS anchor_date, any_value(anchor_scope) AS anchor_scope,
@@ -92,8 +98,44 @@ def truth_sql(intervals: str, anchors: str) -> str:
            CAST(count(*) FILTER (WHERE certain) AS INTEGER) AS n_values
     FROM per_value
     GROUP BY anchor, subject_qid, pid
-    ORDER BY anchor NULLS FIRST, anchor_scope, subject_qid, pid
+    ORDER BY anchor, subject_qid, pid
     """
+
+
+def write_truth(
+    connection: duckdb.DuckDBPyConnection,
+    intervals: str,
+    anchors: list[Anchor],
+    path: Path,
+    anchors_per_query: int = 8,
+) -> int:
+    """Write the truth of ``intervals`` at ``anchors`` to one Parquet file; return its rows.
+
+    The timeless rows come first, then the anchors in key order, a few per query, so
+    memory holds a few anchors' rows at a time and the file is in one global order
+    (timeless, then anchor, subject, property) whatever the batch size.
+    """
+    connection.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _truth_intervals AS
+        SELECT i.*, bool_and(i.is_timeless) OVER (PARTITION BY i.subject_qid, i.pid)
+                   AS all_timeless
+        FROM {intervals} i"""
+    )
+    ordered = sorted(anchors, key=lambda anchor: anchor.key)
+    batches = [
+        ordered[i : i + anchors_per_query] for i in range(0, len(ordered), anchors_per_query)
+    ]
+    rows = 0
+    with pq.ParquetWriter(path, TRUTH_SCHEMA, compression="zstd") as writer:
+        for batch in [None, *batches]:
+            if batch is not None:
+                connection.register("_truth_anchors", anchors_table(batch))
+            sql = truth_sql("_truth_intervals", None if batch is None else "_truth_anchors")
+            for record_batch in connection.sql(sql).to_arrow_reader(1 << 16):
+                writer.write_batch(record_batch.cast(TRUTH_SCHEMA))
+                rows += record_batch.num_rows
+    connection.execute("DROP TABLE _truth_intervals")
+    return rows
 
 
 def present_day_sql(truth: str, labels: str, anchor: str) -> str:
@@ -117,8 +159,3 @@ def present_day_sql(truth: str, labels: str, anchor: str) -> str:
     GROUP BY e.subject_qid, e.pid
     ORDER BY e.subject_qid, e.pid
     """
-
-
-def register_anchors(connection: duckdb.DuckDBPyConnection, anchors: pa.Table) -> str:
-    connection.register("_anchors", anchors)
-    return "_anchors"
