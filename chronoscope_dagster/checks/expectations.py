@@ -8,12 +8,15 @@ happens when a check runs, never when the definitions load.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import dagster as dg
 import pandas as pd
+
+from chronoscope_dagster.assets.metadata import markdown_table
 
 ExpectationFactory = Callable[[Any], Any]
 
@@ -75,3 +78,44 @@ def run_suite(
             )
         )
     return outcomes
+
+
+GE_SAMPLE_ROWS = 200_000
+
+
+def suite_per_snapshot(
+    connection,
+    view: str,
+    columns: Sequence[str],
+    years: Sequence[str],
+    expectations: dict[str, ExpectationFactory],
+) -> tuple[list[tuple], dict[str, int]]:
+    """Run a suite on a seeded sample of each snapshot year of ``view``.
+
+    Returns the (year, expectation, success, unexpected) rows and the failures.
+    """
+    rows, failures = [], {}
+    for year in years:
+        frame = connection.execute(
+            f"SELECT {', '.join(columns)} FROM {view} WHERE snapshot_year = {int(year)} "
+            f"USING SAMPLE reservoir({GE_SAMPLE_ROWS} ROWS) REPEATABLE (7)"
+        ).df()
+        for outcome in run_suite(view, frame, expectations):
+            rows.append((year, outcome.name, outcome.success, outcome.unexpected_count))
+            if not outcome.success:
+                failures[f"{year}:{outcome.name}"] = outcome.unexpected_count
+    return rows, failures
+
+
+def suite_check_result(
+    years: Sequence[str], rows: list[tuple], failures: dict[str, int]
+) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=not failures and bool(years),
+        metadata={
+            "expectations": dg.MetadataValue.md(
+                markdown_table(["snapshot_year", "expectation", "success", "unexpected"], rows)
+            ),
+            "failures": dg.MetadataValue.json(failures),
+        },
+    )

@@ -7,8 +7,11 @@ partition when it runs on its own (the CI check job).
 import dagster as dg
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.metadata import markdown_table
-from chronoscope_dagster.checks.expectations import run_suite
+from chronoscope_dagster.checks.expectations import (
+    GE_SAMPLE_ROWS,
+    suite_check_result,
+    suite_per_snapshot,
+)
 from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.wikidata.properties import default_catalog
@@ -121,7 +124,6 @@ CLAIMS_EXPECTATIONS = {
     "end_unknown_not_null": lambda gxe: gxe.ExpectColumnValuesToNotBeNull(column="end_unknown"),
     "has_rows": lambda gxe: gxe.ExpectTableRowCountToBeBetween(min_value=1),
 }
-GE_SAMPLE_ROWS = 200_000
 
 
 @dg.asset_check(
@@ -135,28 +137,13 @@ def claims_expectations(
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     years = checked_partitions(context, store, "claims", "snapshot_year")
-    failures: dict[str, int] = {}
-    rows = []
+    columns = ["subject_qid", "value_qid", "pid", "rank", "start_precision", "end_precision",
+               "start_calendar", "end_unknown"]  # fmt: skip
     with store.connect(views=True) as connection:
-        for year in years:
-            frame = connection.execute(
-                f"SELECT subject_qid, value_qid, pid, rank, start_precision, end_precision, "
-                f"start_calendar, end_unknown FROM claims WHERE snapshot_year = {int(year)} "
-                f"USING SAMPLE reservoir({GE_SAMPLE_ROWS} ROWS) REPEATABLE (7)"
-            ).df()
-            for outcome in run_suite("claims", frame, CLAIMS_EXPECTATIONS):
-                rows.append((year, outcome.name, outcome.success, outcome.unexpected_count))
-                if not outcome.success:
-                    failures[f"{year}:{outcome.name}"] = outcome.unexpected_count
-    return dg.AssetCheckResult(
-        passed=not failures and bool(years),
-        metadata={
-            "expectations": dg.MetadataValue.md(
-                markdown_table(["snapshot_year", "expectation", "success", "unexpected"], rows)
-            ),
-            "failures": dg.MetadataValue.json(failures),
-        },
-    )
+        rows, failures = suite_per_snapshot(
+            connection, "claims", columns, years, CLAIMS_EXPECTATIONS
+        )
+    return suite_check_result(years, rows, failures)
 
 
 @dg.asset_check(

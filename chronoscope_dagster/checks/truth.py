@@ -7,8 +7,11 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.metadata import markdown_table
-from chronoscope_dagster.checks.expectations import run_suite
+from chronoscope_dagster.checks.expectations import (
+    GE_SAMPLE_ROWS,
+    suite_check_result,
+    suite_per_snapshot,
+)
 from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
 from chronoscope_dagster.truth.table import write_truth
@@ -194,7 +197,6 @@ TRUTH_EXPECTATIONS = {
     ),
     "has_rows": lambda gxe: gxe.ExpectTableRowCountToBeBetween(min_value=1),
 }
-GE_SAMPLE_ROWS = 200_000
 
 
 @dg.asset_check(
@@ -208,28 +210,11 @@ def truth_expectations(
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     years = checked_partitions(context, store, "truth", "snapshot_year")
-    rows, failures = [], {}
+    columns = ["subject_qid", "pid", "anchor_scope", "canonical_value_qid", "n_values",
+               "year(anchor_date) AS anchor_year"]  # fmt: skip
     with store.connect(views=True) as connection:
-        for year in years:
-            frame = connection.execute(
-                f"""SELECT subject_qid, pid, anchor_scope, canonical_value_qid, n_values,
-                           year(anchor_date) AS anchor_year
-                    FROM truth WHERE snapshot_year = {int(year)}
-                    USING SAMPLE reservoir({GE_SAMPLE_ROWS} ROWS) REPEATABLE (7)"""
-            ).df()
-            for outcome in run_suite("truth", frame, TRUTH_EXPECTATIONS):
-                rows.append((year, outcome.name, outcome.success, outcome.unexpected_count))
-                if not outcome.success:
-                    failures[f"{year}:{outcome.name}"] = outcome.unexpected_count
-    return dg.AssetCheckResult(
-        passed=not failures and bool(years),
-        metadata={
-            "expectations": dg.MetadataValue.md(
-                markdown_table(["snapshot_year", "expectation", "success", "unexpected"], rows)
-            ),
-            "failures": dg.MetadataValue.json(failures),
-        },
-    )
+        rows, failures = suite_per_snapshot(connection, "truth", columns, years, TRUTH_EXPECTATIONS)
+    return suite_check_result(years, rows, failures)
 
 
 @dg.asset_check(
