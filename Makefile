@@ -43,6 +43,7 @@ ci-checks: setup
 
 bench: setup
 	$(VENV)/bin/python benchmarks/bench_ingest.py
+	$(VENV)/bin/python benchmarks/bench_truth.py
 
 clean:
 	rm -rf $(HOME_DIR)
