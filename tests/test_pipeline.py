@@ -49,15 +49,17 @@ def test_views_reflect_the_snapshots(sample_home):
 
 def test_rematerializing_gives_identical_files(sample_home, tmp_path):
     home, _ = sample_home
-    run_selection(
-        home=str(tmp_path), selection="key:claims", instance=dg.DagsterInstance.ephemeral(),
-        echo=lambda _: None,
-    )  # fmt: skip
-    for asset in ("claims", "labels"):
+    run_selection(home=str(tmp_path), instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None)
+    first, second = Warehouse(home), Warehouse(tmp_path)
+    for asset in ("claims", "labels", "fact_intervals", "truth"):
         for year in SNAPSHOT_YEARS:
-            first = Warehouse(home).data_path(asset, snapshot_year=year).read_bytes()
-            second = Warehouse(tmp_path).data_path(asset, snapshot_year=year).read_bytes()
-            assert first == second, f"{asset} {year} differs between two runs"
+            assert (
+                first.data_path(asset, snapshot_year=year).read_bytes()
+                == second.data_path(asset, snapshot_year=year).read_bytes()
+            ), f"{asset} {year} differs between two runs"
+    assert (
+        first.data_path("present_day").read_bytes() == second.data_path("present_day").read_bytes()
+    )
 
 
 def test_ci_check_job_fails_on_a_corrupted_input(sample_home, tmp_path):
