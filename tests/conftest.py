@@ -31,3 +31,20 @@ def sample_home(tmp_path_factory):
         home=str(home), instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None
     )
     return home, results
+
+
+@pytest.fixture(scope="session")
+def sample_facts(sample_home):
+    """The 2025 snapshot of the embedded sample, indexed for chain generation."""
+    import pyarrow.parquet as pq
+
+    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.warehouse import Warehouse
+
+    store = Warehouse(sample_home[0])
+    return SnapshotFacts(
+        2025,
+        pq.read_table(store.data_path("truth", snapshot_year="2025")),
+        pq.read_table(store.data_path("labels", snapshot_year="2025")),
+        pq.read_table(store.data_path("present_day")),
+    )

@@ -1,0 +1,1 @@
+"""Question templates, the chain families, and the benchmark built from them."""

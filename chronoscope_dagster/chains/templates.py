@@ -1,0 +1,252 @@
+"""Question templates (``data/templates/<language>.yaml``): typed loading and validation.
+
+The file is validated as it is loaded; `TemplateError` lists every problem found.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.wikidata.properties import default_catalog
+
+TEMPLATES_DIR = DATA_DIR / "templates"
+MIN_PHRASINGS = 3
+SUBJECT_KINDS = frozenset({"country", "person", "organization", "place", "team", "thing"})
+PROPERTY_FIELDS = ("surface", "plural", "subject_kind")
+PROPERTY_SLOTS: dict[str, frozenset[str]] = {
+    "explicit_year": frozenset({"subject", "year"}),
+    "explicit_date": frozenset({"subject", "date"}),
+    "timeless": frozenset({"subject"}),
+    "followup": frozenset(),
+    "followup_then": frozenset(),
+    "scope_switch": frozenset({"year"}),
+    "interval_yes_no": frozenset({"subject", "value", "year", "year2"}),
+    "interval_change": frozenset({"subject", "year", "year2"}),
+    "count": frozenset({"subject", "year", "year2"}),
+    "cross_entity": frozenset({"subject"}),
+    "reintroduce": frozenset({"subject"}),
+    "about_previous": frozenset(),
+}
+GENERIC_SLOTS: dict[str, frozenset[str]] = {
+    "scope_switch": frozenset({"year"}),
+    "narrative_last": frozenset({"year"}),
+}
+
+TOP_LEVEL_KEYS = frozenset({"language", "properties", "generic"})
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+_PLACEHOLDER_MARK = "\x00"
+
+
+class TemplateError(ValueError):
+    """A template file is malformed; `problems` lists every problem found."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        super().__init__(f"{len(problems)} template problem(s) in {source}:\n{listing}")
+
+
+@dataclass(frozen=True)
+class PropertyTemplates:
+    pid: str
+    surface: str
+    plural: str
+    subject_kind: str
+    slots: dict[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Templates:
+    language: str
+    properties: dict[str, PropertyTemplates]
+    generic: dict[str, tuple[str, ...]]
+
+    def phrasings(self, pid: str, slot: str) -> tuple[str, ...]:
+        return self.properties[pid].slots[slot]
+
+    def render(self, pid: str, slot: str, index: int, **values: object) -> str:
+        """Fill phrasing `index` of a property slot; `values` must be exactly its placeholders."""
+        return _fill(
+            f"{pid}.{slot}", PROPERTY_SLOTS[slot], self.phrasings(pid, slot)[index], values
+        )
+
+    def generic_phrasings(self, slot: str) -> tuple[str, ...]:
+        return self.generic[slot]
+
+    def render_generic(self, slot: str, index: int, **values: object) -> str:
+        """Fill phrasing `index` of a generic slot; `values` must be exactly its placeholders."""
+        return _fill(f"generic.{slot}", GENERIC_SLOTS[slot], self.generic[slot][index], values)
+
+
+def _fill(where: str, expected: frozenset[str], text: str, values: dict[str, object]) -> str:
+    if set(values) != expected:
+        raise TemplateError(where, [f"render needs {sorted(expected)}, got {sorted(values)}"])
+    return text.format(**values)
+
+
+def template_path(language: str) -> Path:
+    return TEMPLATES_DIR / f"{language}.yaml"
+
+
+def load_templates(language: str = "en", path: Path | None = None) -> Templates:
+    """Read and validate the templates of `language` (from `path` when given)."""
+    path = path or template_path(language)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    problems = validate(raw, language, default_catalog().chain_pids, set(default_catalog().pids))
+    if problems:
+        raise TemplateError(str(path), problems)
+    return Templates(
+        language=raw["language"],
+        properties={
+            pid: PropertyTemplates(
+                pid=pid,
+                surface=entry["surface"],
+                plural=entry["plural"],
+                subject_kind=entry["subject_kind"],
+                slots={slot: tuple(entry[slot]) for slot in PROPERTY_SLOTS},
+            )
+            for pid, entry in raw["properties"].items()
+        },
+        generic={slot: tuple(raw["generic"][slot]) for slot in GENERIC_SLOTS},
+    )
+
+
+@cache
+def default_templates() -> Templates:
+    return load_templates()
+
+
+def validate(
+    raw: Any, language: str, chain_pids: tuple[str, ...], known_pids: set[str]
+) -> list[str]:
+    """Every problem of a parsed template file, as readable lines (empty when valid)."""
+    if not isinstance(raw, dict):
+        return ["the file is not a mapping"]
+    problems: list[str] = []
+    if raw.get("language") != language:
+        problems.append(f"language: expected {language!r}, found {raw.get('language')!r}")
+    properties = raw.get("properties")
+    if not isinstance(properties, dict):
+        problems.append("properties: missing or not a mapping")
+        properties = {}
+    problems += [
+        f"{pid}: no entry for this chain property" for pid in chain_pids if pid not in properties
+    ]
+    for pid, entry in properties.items():
+        if pid not in known_pids:
+            problems.append(f"{pid}: not a property of properties.yaml")
+        problems += _check_property(str(pid), entry)
+    generic = raw.get("generic")
+    if not isinstance(generic, dict):
+        problems.append("generic: missing or not a mapping")
+    else:
+        problems += _check_slots("generic", generic, GENERIC_SLOTS)
+    problems += [f"{key}: unknown top-level key" for key in raw.keys() - TOP_LEVEL_KEYS]
+    return problems
+
+
+def _check_property(pid: str, entry: Any) -> list[str]:
+    if not isinstance(entry, dict):
+        return [f"{pid}: entry is not a mapping"]
+    problems = [
+        f"{pid}.{field}: missing or not a non-empty string"
+        for field in PROPERTY_FIELDS
+        if not isinstance(entry.get(field), str) or not entry[field].strip()
+    ]
+    if "subject_kind" in entry and entry["subject_kind"] not in SUBJECT_KINDS:
+        problems.append(
+            f"{pid}.subject_kind: {entry['subject_kind']!r} is not one of {sorted(SUBJECT_KINDS)}"
+        )
+    slots = {key: value for key, value in entry.items() if key not in PROPERTY_FIELDS}
+    return problems + _check_slots(pid, slots, PROPERTY_SLOTS)
+
+
+def _check_slots(owner: str, slots: dict[str, Any], spec: dict[str, frozenset[str]]) -> list[str]:
+    problems = [f"{owner}.{slot}: unknown slot" for slot in slots if slot not in spec]
+    for slot, expected in spec.items():
+        where = f"{owner}.{slot}"
+        phrasings = slots.get(slot)
+        if phrasings is None:
+            problems.append(f"{where}: missing slot")
+            continue
+        if not isinstance(phrasings, list):
+            problems.append(f"{where}: not a list of phrasings")
+            continue
+        if len(phrasings) < MIN_PHRASINGS:
+            problems.append(
+                f"{where}: {len(phrasings)} phrasing(s), at least {MIN_PHRASINGS} needed"
+            )
+        seen: set[str] = set()
+        for index, text in enumerate(phrasings):
+            if not isinstance(text, str):
+                problems.append(f"{where}[{index}]: not a string: {text!r}")
+                continue
+            key = " ".join(text.casefold().split())
+            if key in seen:
+                problems.append(f"{where}[{index}]: duplicate phrasing {text!r}")
+            seen.add(key)
+            problems += [
+                f"{where}[{index}]: {issue}: {text!r}" for issue in check_phrasing(text, expected)
+            ]
+    return problems
+
+
+def check_phrasing(text: str, expected: frozenset[str]) -> list[str]:
+    """The problems of one phrasing whose placeholders must be exactly `expected`.
+
+    Rules: the placeholders (read with `string.Formatter().parse`) are exactly `expected`,
+    each once, as bare names; the text has no stray whitespace, starts with an uppercase
+    letter or a placeholder, ends with "?", and has no capital letter mid-sentence.
+    Capital rule: replace each placeholder by a non-letter mark (so its contents are never
+    checked), split on whitespace, and skip the first word; a remaining word breaks the rule
+    when its first run of letters starts uppercase and is not all uppercase, one trailing "s"
+    aside ("CEO" and "CEOs" pass, "Who" fails).
+    """
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError as error:
+        return [f"malformed braces ({error})"]
+    problems = []
+    names = [name for _, name, _, _ in fields if name is not None]
+    if set(names) != expected or len(names) != len(set(names)):
+        problems.append(f"placeholders {sorted(names)} should be exactly {sorted(expected)}")
+    if any(spec or conversion for _, name, spec, conversion in fields if name is not None):
+        problems.append("placeholders must not carry a conversion or format spec")
+    if text != text.strip() or "  " in text:
+        problems.append("stray whitespace")
+    if not (text[:1].isupper() or text.startswith("{")):
+        problems.append("does not start with a capital letter or a placeholder")
+    if not text.endswith("?"):
+        problems.append('does not end with "?"')
+    capitals = mid_sentence_capitals(fields)
+    if capitals:
+        problems.append(f"capital letter mid-sentence: {', '.join(capitals)}")
+    return problems
+
+
+def mid_sentence_capitals(
+    fields: list[tuple[str, str | None, str | None, str | None]],
+) -> list[str]:
+    """Words that break the capital rule of `check_phrasing`, from a parsed template."""
+    text = "".join(
+        literal + (_PLACEHOLDER_MARK if name is not None else "") for literal, name, _, _ in fields
+    )
+    found = []
+    for word in text.split()[1:]:
+        letters = _LETTERS.search(word)
+        if letters is None or not letters.group()[0].isupper():
+            continue
+        run = letters.group()
+        stem = run[:-1] if len(run) > 2 and run.endswith("s") else run
+        if not stem.isupper():
+            found.append(word.replace(_PLACEHOLDER_MARK, ""))
+    return found

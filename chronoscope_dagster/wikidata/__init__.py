@@ -1,0 +1,1 @@
+"""Reading Wikidata dumps: time values, claim extraction, downloads, the embedded sample."""

@@ -1,0 +1,185 @@
+"""Question templates: the shipped English file, rendering, and the validator on broken files."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from chronoscope_dagster.chains.templates import (
+    GENERIC_SLOTS,
+    MIN_PHRASINGS,
+    PROPERTY_SLOTS,
+    TemplateError,
+    check_phrasing,
+    load_templates,
+    template_path,
+)
+from chronoscope_dagster.wikidata.properties import default_catalog
+
+CHAIN_PIDS = default_catalog().chain_pids
+SAMPLE = {
+    "subject": "Ruritania",
+    "value": "Rudolf Rassendyll",
+    "year": 1894,
+    "year2": 1898,
+    "date": "1 April 1894",
+}
+THEN = re.compile(r"\b(then|at the time)\b")
+
+
+@pytest.fixture(scope="module")
+def templates():
+    return load_templates()
+
+
+def test_shipped_file_loads_and_covers_every_chain_property(templates):
+    assert len(CHAIN_PIDS) == 19
+    assert templates.language == "en"
+    assert set(CHAIN_PIDS) <= set(templates.properties)
+    assert set(templates.generic) == set(GENERIC_SLOTS)
+
+
+@pytest.mark.parametrize("pid", CHAIN_PIDS)
+def test_every_slot_has_enough_phrasings(templates, pid):
+    for slot in PROPERTY_SLOTS:
+        assert len(templates.phrasings(pid, slot)) >= MIN_PHRASINGS, slot
+
+
+@pytest.mark.parametrize("pid", CHAIN_PIDS)
+def test_every_phrasing_renders_to_a_question(templates, pid):
+    for slot, names in PROPERTY_SLOTS.items():
+        for index, _ in enumerate(templates.phrasings(pid, slot)):
+            values = {name: SAMPLE[name] for name in names}
+            question = templates.render(pid, slot, index, **values)
+            assert question.endswith("?") and question[0].isupper()
+            assert "{" not in question and "}" not in question
+            for name, value in values.items():
+                assert str(value) in question, (name, question)
+
+
+def test_generic_phrasings_render(templates):
+    for slot in GENERIC_SLOTS:
+        for index, _ in enumerate(templates.generic_phrasings(slot)):
+            assert templates.render_generic(slot, index, year=1901).endswith("1901?")
+
+
+@pytest.mark.parametrize("pid", CHAIN_PIDS)
+def test_time_markers_follow_the_slot_semantics(templates, pid):
+    for text in templates.phrasings(pid, "followup"):
+        assert not THEN.search(text), text
+    for slot in ("followup_then", "cross_entity", "reintroduce", "about_previous"):
+        for text in templates.phrasings(pid, slot):
+            assert THEN.search(text), text
+
+
+def test_render_requires_exactly_the_slot_placeholders(templates):
+    assert templates.render("P6", "followup", 0) == "Who was the head of government?"
+    with pytest.raises(TemplateError, match="render needs"):
+        templates.render("P6", "followup", 0, year=2001)
+    with pytest.raises(TemplateError, match="render needs"):
+        templates.render("P6", "explicit_year", 0, subject="Ruritania")
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("Who was the CEO of {subject} in {year}?", True),
+        ("How many different CEOs did {subject} have between {year} and {year2}?", True),
+        ("And for {subject}, Who held that office at the time?", False),
+        ("{subject}: Who held that office at the time?", False),
+        ("What about {subject}'s head of state in {year}?", True),
+    ],
+)
+def test_capital_rule(text, ok):
+    names = {"subject", "year", "year2"} & set(re.findall(r"\{(\w+)\}", text))
+    capital_problems = [p for p in check_phrasing(text, frozenset(names)) if "capital" in p]
+    assert (not capital_problems) is ok
+
+
+def _shipped() -> dict:
+    return yaml.safe_load(template_path("en").read_text(encoding="utf-8"))
+
+
+def _drop_slot(raw: dict) -> None:
+    del raw["properties"]["P6"]["followup"]
+
+
+def _wrong_placeholder(raw: dict) -> None:
+    raw["properties"]["P35"]["explicit_year"][0] = (
+        "In {yr}, who was the head of state of {subject}?"
+    )
+
+
+def _no_question_mark(raw: dict) -> None:
+    raw["properties"]["P39"]["timeless"][1] = "Which office or position does {subject} hold."
+
+
+def _capital_mid_sentence(raw: dict) -> None:
+    raw["properties"]["P6"]["cross_entity"][0] = (
+        "And for {subject}, Who held that office at the time?"
+    )
+
+
+def _too_few(raw: dict) -> None:
+    raw["properties"]["P54"]["count"] = raw["properties"]["P54"]["count"][:2]
+
+
+def _missing_property(raw: dict) -> None:
+    del raw["properties"]["P286"]
+
+
+def _duplicate(raw: dict) -> None:
+    raw["generic"]["scope_switch"][1] = "What about  in {year}?"
+
+
+def _bad_kind(raw: dict) -> None:
+    raw["properties"]["P17"]["subject_kind"] = "planet"
+
+
+def _missing_generic(raw: dict) -> None:
+    del raw["generic"]["narrative_last"]
+
+
+def _broken_braces(raw: dict) -> None:
+    raw["properties"]["P31"]["followup"][0] = "What type of {entity was it?"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (_drop_slot, "P6.followup: missing slot"),
+        (_wrong_placeholder, "P35.explicit_year[0]: placeholders ['subject', 'yr']"),
+        (_no_question_mark, 'P39.timeless[1]: does not end with "?"'),
+        (_capital_mid_sentence, "P6.cross_entity[0]: capital letter mid-sentence: Who"),
+        (_too_few, "P54.count: 2 phrasing(s), at least 3 needed"),
+        (_missing_property, "P286: no entry for this chain property"),
+        (_duplicate, "generic.scope_switch[1]: duplicate phrasing"),
+        (_bad_kind, "P17.subject_kind: 'planet' is not one of"),
+        (_missing_generic, "generic.narrative_last: missing slot"),
+        (_broken_braces, "P31.followup[0]: malformed braces"),
+    ],
+)
+def test_broken_file_is_rejected(tmp_path: Path, mutate: Callable[[dict], None], expected: str):
+    raw = _shipped()
+    mutate(raw)
+    path = tmp_path / "en.yaml"
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(TemplateError) as caught:
+        load_templates(path=path)
+    assert any(problem.startswith(expected) for problem in caught.value.problems), caught.value
+    assert expected in str(caught.value)
+
+
+def test_every_problem_is_listed(tmp_path: Path):
+    raw = _shipped()
+    for mutate in (_drop_slot, _no_question_mark, _missing_property, _too_few):
+        mutate(raw)
+    path = tmp_path / "en.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(TemplateError) as caught:
+        load_templates(path=path)
+    assert len(caught.value.problems) == 4
