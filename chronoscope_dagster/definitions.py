@@ -5,8 +5,9 @@ import warnings
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets import ingest, truth
+from chronoscope_dagster.assets import chains, ingest, truth
 from chronoscope_dagster.automation import ci_checks_job, main_job
+from chronoscope_dagster.checks import chains as chains_checks
 from chronoscope_dagster.checks import ingest as ingest_checks
 from chronoscope_dagster.checks import truth as truth_checks
 from chronoscope_dagster.resources import AnchorCalendar, DumpSources, WarehouseResource
@@ -23,8 +24,10 @@ def build_definitions(
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, truth]),
-        asset_checks=dg.load_asset_checks_from_modules([ingest_checks, truth_checks]),
+        assets=dg.load_assets_from_modules([ingest, truth, chains]),
+        asset_checks=dg.load_asset_checks_from_modules(
+            [ingest_checks, truth_checks, chains_checks]
+        ),
         jobs=[main_job, ci_checks_job],
         resources={
             "warehouse": WarehouseResource(home=str(warehouse.home)),

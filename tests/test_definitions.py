@@ -2,6 +2,7 @@
 
 import dagster as dg
 
+from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.definitions import defs
 
 EXPECTED_ASSETS = {
@@ -11,6 +12,14 @@ EXPECTED_ASSETS = {
     "fact_intervals": (["claims"], "truth", "snapshot_year"),
     "truth": (["fact_intervals"], "truth", "snapshot_year"),
     "present_day": (["labels", "truth"], "truth", None),
+    **{
+        f"family_{family}": (["labels", "present_day", "truth"], "chains", "snapshot_year")
+        for family in FAMILIES
+    },
+    "turns": (sorted(f"family_{family}" for family in FAMILIES), "chains", None),
+    "chains": (["turns"], "chains", None),
+    "benchmark_stats": (["chains", "turns"], "chains", None),
+    "eval_sample": (["chains"], "chains", None),
 }
 EXPECTED_CHECKS = {
     ("claims", "claims_reconcile"),
@@ -23,6 +32,10 @@ EXPECTED_CHECKS = {
     ("truth", "truth_deterministic"),
     ("truth", "truth_expectations"),
     ("present_day", "present_day_consistent"),
+    ("turns", "turns_state_their_time"),
+    ("turns", "turns_gold_valid_at_scope"),
+    ("chains", "chains_complete_and_unique"),
+    ("chains", "chains_deterministic"),
 }
 
 

@@ -4,7 +4,10 @@ Everything is keyed by QID (never by label). A subject whose English label is
 shared with another subject of the snapshot is named with its description
 ("Georgia (country in the Caucasus)") or, without one, left out; the count of
 left-out subjects is reported. Label hygiene keeps non-ASCII names and drops
-placeholders ("unknown", "none") and identifiers ("Q42").
+placeholders ("unknown", "none") and identifiers ("Q42"). A (subject, property)
+with a value of unknown validity at some anchor (a statement that ended at an
+unrecorded date) is left out entirely, since no question about it has a
+certain gold; ``uncertain_pairs`` counts them.
 """
 
 from __future__ import annotations
@@ -73,18 +76,22 @@ class SnapshotFacts:
         }
         self.golds: dict[tuple[str, str], dict[str | None, Gold]] = defaultdict(dict)
         wanted = set(pids or default_catalog().chain_pids)
-        columns = truth.select(
-            ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid"]
-        )
-        for row in columns.to_pylist():
+        columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid",
+                   "uncertain_value_qids"]  # fmt: skip
+        uncertain: set[tuple[str, str]] = set()
+        for row in truth.select([c for c in columns if c in truth.column_names]).to_pylist():
+            key = (row["subject_qid"], row["pid"])
             if row["pid"] not in wanted:
                 continue
-            if row["canonical_value_qid"] is None:
-                continue
-            key = (row["subject_qid"], row["pid"])
-            self.golds[key][row["anchor"]] = Gold(
-                tuple(row["value_qids"]), row["canonical_value_qid"]
-            )
+            if row.get("uncertain_value_qids"):
+                uncertain.add(key)
+            if row["canonical_value_qid"] is not None:
+                self.golds[key][row["anchor"]] = Gold(
+                    tuple(row["value_qids"]), row["canonical_value_qid"]
+                )
+        for key in uncertain:
+            self.golds.pop(key, None)
+        self.uncertain_pairs = len(uncertain)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {}
         if present_day is not None:
             for row in present_day.select(["subject_qid", "pid", "value_qids"]).to_pylist():

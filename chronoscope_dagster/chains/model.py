@@ -1,8 +1,8 @@
 """Chains and turns: what a generated benchmark item is made of.
 
-A chain's id is a hash of its content (family, snapshot year, and per turn the
-subject, property, time scope and gold QIDs), so the same content always gets
-the same id and two families or runs can never disagree about it.
+A chain's id is a hash of its content (family, and per turn the subject,
+property, time scope and gold), not of the snapshot it came from, so the same
+chain generated from two snapshots has one id and is kept once.
 """
 
 from __future__ import annotations
@@ -66,9 +66,7 @@ class Chain:
     chain_id: str = field(init=False)
 
     def __post_init__(self) -> None:
-        key = orjson.dumps(
-            [self.family, self.snapshot_year, [list(turn.content_key()) for turn in self.turns]]
-        )
+        key = orjson.dumps([self.family, [list(turn.content_key()) for turn in self.turns]])
         object.__setattr__(self, "chain_id", hashlib.sha256(key).hexdigest()[:20])
 
     @property

@@ -1,0 +1,239 @@
+"""Chains: one asset per family and snapshot year, then the merged benchmark."""
+
+import dagster as dg
+import pyarrow.parquet as pq
+from dagster_duckdb import DuckDBResource
+from pydantic import Field
+
+from chronoscope_dagster.assets.metadata import markdown_table
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import FAMILIES, family_module
+from chronoscope_dagster.chains.records import turns_table
+from chronoscope_dagster.chains.stats import (
+    STATS_COLUMNS,
+    benchmark_stats_sql,
+    eval_sample_sql,
+    paper_table2,
+)
+from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.partitions import snapshot_year_partitions
+from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
+
+
+class ChainConfig(dg.Config):
+    seed: int = Field(default=42, description="Global seed of chain generation.")
+    language: str = Field(default="en", description="Question template language.")
+
+
+def _facts(store: Warehouse, year: str) -> SnapshotFacts:
+    return SnapshotFacts(
+        int(year),
+        pq.read_table(store.data_path("truth", snapshot_year=year)),
+        pq.read_table(store.data_path("labels", snapshot_year=year)),
+        pq.read_table(store.data_path("present_day")),
+    )
+
+
+def family_asset(family: str) -> dg.AssetsDefinition:
+    module = family_module(family)
+
+    @dg.asset(
+        name=f"family_{family}",
+        partitions_def=snapshot_year_partitions,
+        deps=["truth", "labels", "present_day"],
+        group_name="chains",
+        kinds={"python", "parquet"},
+        owners=["team:chronoscope"],
+        description=" ".join((module.__doc__ or "").split()),
+    )
+    def _family(
+        context: dg.AssetExecutionContext, config: ChainConfig, warehouse: WarehouseResource
+    ) -> dg.MaterializeResult:
+        year = context.partition_key
+        store = warehouse.warehouse
+        facts = _facts(store, year)
+        chains = list(module.generate(facts, load_templates(config.language), config.seed))
+        table = turns_table(chains)
+        store.write_table(f"family_{family}", table, snapshot_year=year)
+        store.write_report(
+            f"family_{family}",
+            {"seed": config.seed, "language": config.language},
+            snapshot_year=year,
+        )
+        lengths = [chain.length for chain in chains]
+        return dg.MaterializeResult(
+            metadata={
+                "dagster/row_count": table.num_rows,
+                "chains": len(chains),
+                "max_length": max(lengths, default=0),
+                "unnameable_subjects": len(facts.unnameable_subjects),
+                "seed": config.seed,
+                "preview": dg.MetadataValue.md(
+                    markdown_table(
+                        ["chain", "turn", "question", "answer"],
+                        [
+                            (c.chain_id[:8], i, t.question, t.answer)
+                            for c in chains[:3]
+                            for i, t in enumerate(c.turns)
+                        ],
+                    )
+                ),
+            }
+        )
+
+    return _family
+
+
+family_assets = [family_asset(family) for family in FAMILIES]
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec(
+            "turns",
+            deps=[f"family_{family}" for family in FAMILIES],
+            group_name="chains",
+            kinds={"duckdb", "parquet"},
+            owners=["team:chronoscope"],
+            description="Every turn of every chain, all families and snapshot years merged; a "
+            "chain generated from several snapshots (same content, same id) is kept once, from "
+            "the earliest snapshot.",
+        ),
+        dg.AssetSpec(
+            "chains",
+            deps=["turns"],
+            group_name="chains",
+            kinds={"duckdb", "parquet"},
+            owners=["team:chronoscope"],
+            description="One row per chain: content-hash id, family, snapshot year, anchor, "
+            "length, scope shifts, share of implicit turns, span in years.",
+        ),
+    ],
+    pool="duckdb_writer",
+)
+def chains_and_turns(warehouse: WarehouseResource, duckdb: DuckDBResource):
+    store = warehouse.warehouse
+    sources = " UNION ALL ".join(
+        f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
+        f"FROM {parquet_source(store.data_path(f'family_{family}', **p))}"
+        for family in FAMILIES
+        for p in store.partitions(f"family_{family}")
+    )
+    with store.connect() as connection:
+        connection.execute(
+            f"""CREATE TEMP TABLE merged AS
+            WITH all_turns AS ({sources}),
+            first_snapshot AS (
+                SELECT chain_id, min(snapshot_year) AS snapshot_year FROM all_turns GROUP BY 1)
+            SELECT t.* FROM all_turns t JOIN first_snapshot USING (chain_id, snapshot_year)"""
+        )
+        with store.writing("turns") as path:
+            turns = write_query(
+                connection, "SELECT * FROM merged ORDER BY family, chain_id, turn_index", path
+            )
+        with store.writing("chains") as path:
+            chains = write_query(
+                connection,
+                """SELECT chain_id, family, snapshot_year, anchor, chain_length AS length,
+                          scope_shifts, implicit_share, span_years
+                   FROM merged WHERE turn_index = 0 ORDER BY family, chain_id""",
+                path,
+            )
+        by_family = connection.execute(
+            "SELECT family, count(*) FROM merged WHERE turn_index = 0 GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    warehouse.refresh_views(duckdb)
+    yield dg.MaterializeResult(asset_key="turns", metadata={"dagster/row_count": turns})
+    yield dg.MaterializeResult(
+        asset_key="chains",
+        metadata={
+            "dagster/row_count": chains,
+            "by_family": dg.MetadataValue.md(markdown_table(["family", "chains"], by_family)),
+        },
+    )
+
+
+@dg.asset(
+    deps=["chains", "turns"],
+    group_name="chains",
+    kinds={"duckdb", "parquet"},
+    owners=["team:chronoscope"],
+    pool="duckdb_writer",
+    description="The paper's Table 2 recomputed per family (chains, median and max length, mean "
+    "scope shifts, % implicit turns, median span in years), beside the paper's values.",
+)
+def benchmark_stats(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    with store.connect() as connection:
+        sql = benchmark_stats_sql(
+            parquet_source(store.data_path("chains")), parquet_source(store.data_path("turns"))
+        )
+        with store.writing("benchmark_stats") as path:
+            write_query(connection, sql, path)
+        rows = connection.execute(sql).fetchall()
+    warehouse.refresh_views(duckdb)
+    paper = paper_table2()
+    header = ["family", *(f"{c} (ours / paper)" for c in STATS_COLUMNS)]
+    table = [
+        (
+            family,
+            *(
+                f"{ours} / {paper.get(family, {}).get(c, '-')}"
+                for c, ours in zip(STATS_COLUMNS, values, strict=True)
+            ),
+        )
+        for family, *values in rows
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": len(rows),
+            "table2": dg.MetadataValue.md(markdown_table(header, table)),
+        }
+    )
+
+
+class SampleConfig(dg.Config):
+    per_stratum: int = Field(default=4, description="Chains per (family, length) stratum.")
+    self_conditioned_per_stratum: int = Field(
+        default=2, description="Of those, chains per stratum in the self-conditioned subset."
+    )
+    seed: int = Field(default=42)
+
+
+@dg.asset(
+    deps=["chains"],
+    group_name="chains",
+    kinds={"duckdb", "parquet"},
+    owners=["team:chronoscope"],
+    pool="duckdb_writer",
+    description="The evaluation sample: up to N chains per (family, length) stratum, chosen by a "
+    "seeded hash of the chain id; the self-conditioned subset is stratified the same way.",
+)
+def eval_sample(
+    config: SampleConfig, warehouse: WarehouseResource, duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    sql = eval_sample_sql(
+        parquet_source(store.data_path("chains")),
+        config.per_stratum,
+        config.self_conditioned_per_stratum,
+        config.seed,
+    )
+    with store.connect() as connection:
+        with store.writing("eval_sample") as path:
+            rows = write_query(connection, sql, path)
+        strata = connection.execute(
+            f"""SELECT family, length, count(*), count_if(in_self_conditioned)
+                FROM ({sql}) GROUP BY ALL ORDER BY ALL"""
+        ).fetchall()
+    warehouse.refresh_views(duckdb)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": rows,
+            "self_conditioned": sum(s[3] for s in strata),
+            "strata": dg.MetadataValue.md(
+                markdown_table(["family", "length", "chains", "self-conditioned"], strata)
+            ),
+        }
+    )

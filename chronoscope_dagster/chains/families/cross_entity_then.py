@@ -1,0 +1,132 @@
+"""Cross-entity then: the same property and year, transferred to a related subject.
+
+What it tests: turn 1 fixes a year explicitly for subject A; turn 2 names a
+related subject B and asks the same property "at the time", with no year, so
+the model must transfer the year of turn 1 to B instead of answering for the
+present.
+
+Rule: for each subject A and property p, the years of (A, p) are visited in an
+order drawn from the item's generator; the first year Y with a candidate B
+is kept, and B is drawn among its candidates. B is a candidate when (B, p) has
+gold in Y and B is related to A in Y through a shared QID, by the first of
+``RELATIONS`` (strongest first, r != p) that gives any candidate:
+- A and B held the same value of r in Y (teammates of one club, companies with
+  one owner, countries of one organization, people of one party or employer...);
+- or B is A's value of r in Y (a company's owner, a person's employer...).
+A timeless-only (subject, r) holds in every year. B must be nameable without
+digits and without A's name in it, and the gold sets of A and B for p in Y must
+be disjoint, so A's answer is wrong for B. Turn 1 asks ``explicit_year`` of
+(A, p) at Y, turn 2 ``cross_entity`` of (B, p); both golds are the values
+valid at any time in Y.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.model import Chain
+from chronoscope_dagster.chains.rng import rng_for
+
+FAMILY = "cross_entity_then"
+RELATIONS = ("P127", "P749", "P54", "P102", "P108", "P69", "P463", "P131", "P17")
+DIGIT = re.compile(r"\d")
+
+Holders = dict[tuple[str, str, str | None], list[str]]
+
+
+def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+    holders = _holders(facts)
+    for subject, pids in facts.pids_by_subject.items():
+        name = facts.subject_name(subject)
+        if name is None:
+            continue
+        for pid in pids:
+            if pid not in templates.properties:
+                continue
+            rng = rng_for(seed, FAMILY, subject, pid)
+            golds = facts.year_golds(subject, pid)
+            years = sorted(year for year, gold in golds.items() if facts.verbalizable(gold.qids))
+            rng.shuffle(years)
+            for year in years:
+                candidates = _candidates(facts, holders, subject, name, pid, year, golds[year].qids)
+                if candidates:
+                    break
+            else:
+                continue
+            other = rng.choice(candidates)
+            first = facts.turn(
+                pick(templates, rng, pid, "explicit_year", subject=name, year=year),
+                subject, pid, str(year), explicit=True,
+            )  # fmt: skip
+            second = facts.turn(
+                pick(templates, rng, pid, "cross_entity", subject=facts.subject_name(other)),
+                other, pid, str(year), explicit=False,
+            )  # fmt: skip
+            if first and second:
+                yield Chain(FAMILY, facts.snapshot_year, str(year), (first, second))
+
+
+def _candidates(
+    facts: SnapshotFacts, holders: Holders, subject: str, name: str, pid: str, year: int,
+    golds: tuple[str, ...],
+) -> list[str]:  # fmt: skip
+    """The usable subjects related to ``subject`` in ``year`` by the first relation with any."""
+    for relation in RELATIONS:
+        if relation == pid:
+            continue
+        usable = [
+            other
+            for other in related(facts, holders, subject, relation, year)
+            if _usable(facts, name, other, pid, year, golds)
+        ]
+        if usable:
+            return usable
+    return []
+
+
+def related(
+    facts: SnapshotFacts, holders: Holders, subject: str, relation: str, year: int
+) -> list[str]:
+    """Subjects sharing a value of ``relation`` with ``subject`` in ``year``, then its values."""
+    gold = facts.gold(subject, relation, str(year))
+    found: dict[str, None] = {}
+    for value in gold.qids if gold else ():
+        found.update(dict.fromkeys(holders.get((relation, value, str(year)), ())))
+        found.update(dict.fromkeys(holders.get((relation, value, None), ())))
+        found[value] = None
+    found.pop(subject, None)
+    return list(found)
+
+
+def _holders(facts: SnapshotFacts) -> Holders:
+    """Subjects holding each (relation, value) in each year; anchor None for timeless-only."""
+    holders: Holders = defaultdict(list)
+    for subject, pids in facts.pids_by_subject.items():
+        for relation in RELATIONS:
+            if relation not in pids:
+                continue
+            timeless = facts.is_timeless(subject, relation)
+            for anchor, gold in facts.golds[(subject, relation)].items():
+                if timeless or (anchor is not None and len(anchor) == 4):
+                    for value in gold.qids:
+                        holders[(relation, value, anchor)].append(subject)
+    return holders
+
+
+def _usable(
+    facts: SnapshotFacts, name: str, other: str, pid: str, year: int, golds: tuple[str, ...]
+) -> bool:
+    other_name = facts.subject_name(other)
+    other_gold = facts.golds.get((other, pid), {}).get(str(year))
+    return (
+        other_name is not None
+        and DIGIT.search(other_name) is None
+        and name.casefold() not in other_name.casefold()
+        and other_gold is not None
+        and facts.verbalizable(other_gold.qids)
+        and not set(other_gold.qids) & set(golds)
+    )

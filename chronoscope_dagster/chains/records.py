@@ -1,0 +1,81 @@
+"""Chains as tables: one row per turn, with the chain's fields beside each turn."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from chronoscope_dagster.chains.model import Chain
+
+STRINGS = pa.list_(pa.string())
+TURNS_SCHEMA = pa.schema(
+    [
+        pa.field("chain_id", pa.string(), nullable=False),
+        pa.field("family", pa.string(), nullable=False),
+        pa.field("anchor", pa.string(), nullable=False),
+        pa.field("chain_length", pa.int16(), nullable=False),
+        pa.field("scope_shifts", pa.int16(), nullable=False),
+        pa.field("implicit_share", pa.float64(), nullable=False),
+        pa.field("span_years", pa.int16(), nullable=False),
+        pa.field("turn_index", pa.int16(), nullable=False),
+        pa.field("question", pa.string(), nullable=False),
+        pa.field("answer", pa.string(), nullable=False),
+        pa.field("answer_kind", pa.string(), nullable=False),
+        pa.field("pid", pa.string(), nullable=False),
+        pa.field("subject_qid", pa.string(), nullable=False),
+        pa.field("subject_label", pa.string(), nullable=False),
+        pa.field("gold_qids", STRINGS, nullable=False),
+        pa.field("gold_labels", STRINGS, nullable=False),
+        pa.field("gold_aliases", STRINGS, nullable=False),
+        pa.field("canonical_qid", pa.string()),
+        pa.field("asked_qid", pa.string()),
+        pa.field("scope_year", pa.int16()),
+        pa.field("scope_end_year", pa.int16()),
+        pa.field("scope_anchor", pa.string()),
+        pa.field("is_explicit", pa.bool_(), nullable=False),
+        pa.field("present_qids", STRINGS, nullable=False),
+        pa.field("present_labels", STRINGS, nullable=False),
+        pa.field("drift_eligible", pa.bool_(), nullable=False),
+    ]
+)
+
+
+def turns_table(chains: Iterable[Chain]) -> pa.Table:
+    rows = []
+    for chain in chains:
+        head = {
+            "chain_id": chain.chain_id,
+            "family": chain.family,
+            "anchor": chain.anchor,
+            "chain_length": chain.length,
+            "scope_shifts": chain.scope_shifts,
+            "implicit_share": chain.implicit_share,
+            "span_years": chain.span_years,
+        }
+        for index, turn in enumerate(chain.turns):
+            rows.append(
+                {
+                    **head,
+                    "turn_index": index,
+                    "question": turn.question,
+                    "answer": turn.answer,
+                    "answer_kind": turn.answer_kind,
+                    "pid": turn.pid,
+                    "subject_qid": turn.subject_qid,
+                    "subject_label": turn.subject_label,
+                    "gold_qids": list(turn.gold_qids),
+                    "gold_labels": list(turn.gold_labels),
+                    "gold_aliases": list(turn.gold_aliases),
+                    "canonical_qid": turn.canonical_qid,
+                    "asked_qid": turn.asked_qid,
+                    "scope_year": turn.scope_year,
+                    "scope_end_year": turn.scope_end_year,
+                    "scope_anchor": turn.scope_anchor,
+                    "is_explicit": turn.is_explicit,
+                    "present_qids": list(turn.present_qids),
+                    "present_labels": list(turn.present_labels),
+                    "drift_eligible": turn.drift_eligible,
+                }
+            )
+    return pa.Table.from_pylist(rows, schema=TURNS_SCHEMA)

@@ -1,0 +1,112 @@
+"""Checks of the chains stage: question form, gold validity, ids, coverage, determinism."""
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from chronoscope_dagster.assets.chains import _facts
+from chronoscope_dagster.chains.families import FAMILIES, family_module
+from chronoscope_dagster.chains.records import turns_table
+from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.resources import WarehouseResource
+
+YEAR_PATTERN = r"\b(1[0-9]|20)[0-9][0-9]\b"
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=True,
+    description="Every explicit dated turn states its year (the first turn of each family whose "
+    "first turn is explicit included); no implicit turn contains a year.",
+)
+def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        missing_year, implicit_with_year, first_implicit = connection.execute(
+            f"""SELECT
+                count_if(is_explicit AND scope_year IS NOT NULL
+                         AND NOT contains(question, CAST(scope_year AS VARCHAR))),
+                count_if(NOT is_explicit AND regexp_matches(question, '{YEAR_PATTERN}')),
+                count_if(turn_index = 0 AND NOT is_explicit)
+            FROM turns"""
+        ).fetchone()
+    return dg.AssetCheckResult(
+        passed=missing_year == 0 and implicit_with_year == 0 and first_implicit == 0,
+        metadata={
+            "explicit_turns_without_their_year": missing_year,
+            "implicit_turns_with_a_year": implicit_with_year,
+            "first_turns_implicit": first_implicit,
+        },
+    )
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=True,
+    description="Recomputed from truth: every entity turn's gold set is exactly the set of values "
+    "valid at the turn's time scope (its anchor, or the timeless facts).",
+)
+def turns_gold_valid_at_scope(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        checked, wrong = connection.execute(
+            """SELECT count(*), count_if(t.value_qids IS NULL OR t.value_qids <> u.gold_qids)
+            FROM turns u LEFT JOIN truth t
+              ON t.snapshot_year = u.snapshot_year AND t.subject_qid = u.subject_qid
+             AND t.pid = u.pid
+             AND (t.anchor = u.scope_anchor
+                  OR (u.scope_anchor IS NULL AND t.anchor_scope = 'timeless'))
+            WHERE u.answer_kind = 'entity'"""
+        ).fetchone()
+    return dg.AssetCheckResult(
+        passed=checked > 0 and wrong == 0,
+        metadata={"entity_turns_checked": checked, "gold_not_valid_at_scope": wrong},
+    )
+
+
+@dg.asset_check(
+    asset="chains",
+    blocking=True,
+    description="Chain ids are unique, each chain's turns are numbered 0..n-1, and every family "
+    "of the paper's Table 2 has chains.",
+)
+def chains_complete_and_unique(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        duplicate_ids = connection.execute(
+            "SELECT count(*) - count(DISTINCT chain_id) FROM chains"
+        ).fetchone()[0]
+        bad_numbering = connection.execute(
+            """SELECT count(*) FROM (
+                SELECT chain_id FROM turns GROUP BY chain_id
+                HAVING max(turn_index) + 1 <> count(*) OR count(DISTINCT turn_index) <> count(*))"""
+        ).fetchone()[0]
+        families = {
+            f for (f,) in connection.execute("SELECT DISTINCT family FROM chains").fetchall()
+        }
+    empty = sorted(set(FAMILIES) - families)
+    return dg.AssetCheckResult(
+        passed=duplicate_ids == 0 and bad_numbering == 0 and not empty,
+        metadata={
+            "duplicate_chain_ids": duplicate_ids,
+            "chains_with_bad_turn_numbers": bad_numbering,
+            "empty_families": empty,
+        },
+    )
+
+
+@dg.asset_check(
+    asset="chains",
+    blocking=True,
+    description="Generating every family again with the same seed gives the same chains, turn "
+    "for turn (generation is deterministic).",
+)
+def chains_deterministic(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    differing = []
+    for year in sorted({p["snapshot_year"] for p in store.partitions("family_carryover")}):
+        facts = _facts(store, year)
+        for family in FAMILIES:
+            used = store.read_report(f"family_{family}", snapshot_year=year)
+            templates = load_templates(used["language"])
+            again = turns_table(family_module(family).generate(facts, templates, used["seed"]))
+            stored = pq.read_table(store.data_path(f"family_{family}", snapshot_year=year))
+            if not again.equals(stored):
+                differing.append(f"{family}[{year}]")
+    return dg.AssetCheckResult(passed=not differing, metadata={"differing": differing})

@@ -1,0 +1,124 @@
+"""Change point: implicit follow-ups at y1, an explicit override to y2, kept afterwards."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import change_point
+from chronoscope_dagster.chains.families.change_point import COMPLEMENTS
+from chronoscope_dagster.chains.templates import default_templates
+
+DIGIT = re.compile(r"\d")
+NAMES = {
+    "Q1": "Ruritania", "Q10": "Rudolf", "Q11": "Flavia", "Q20": "Michael", "Q21": "Sapt",
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def chains(sample_facts):
+    return list(change_point.generate(sample_facts, default_templates(), 7))
+
+
+def small_facts(rows: dict[tuple[str, int], list[str]]) -> SnapshotFacts:
+    """Facts of Q1 from {(pid, year): values}."""
+    truth = pa.table(
+        {
+            "anchor": [str(year) for _, year in rows],
+            "subject_qid": ["Q1"] * len(rows),
+            "pid": [pid for pid, _ in rows],
+            "value_qids": list(rows.values()),
+            "canonical_value_qid": [values[0] for values in rows.values()],
+        }
+    )
+    labels = pa.table(
+        {
+            "qid": list(NAMES),
+            "label": list(NAMES.values()),
+            "description": pa.array([None] * len(NAMES), pa.string()),
+            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
+        }
+    )
+    return SnapshotFacts(2025, truth, labels)
+
+
+def shape(chain) -> list[tuple[str, int, bool]]:
+    return [(turn.pid, turn.scope_year, turn.is_explicit) for turn in chain.turns]
+
+
+def test_override_follows_implicit_turns_and_is_kept(chains, sample_facts):
+    assert len(chains) >= 50
+    assert set(Counter(chain.length for chain in chains)) == {3, 4, 5}
+    for chain in chains:
+        first = chain.turns[0]
+        p, q, y1 = first.pid, COMPLEMENTS[first.pid], first.scope_year
+        override = next(i for i, turn in enumerate(chain.turns[1:], 1) if turn.is_explicit)
+        switch = chain.turns[override]
+        y2 = switch.scope_year
+        assert chain.family == "change_point" and chain.anchor == str(y1)
+        assert override in (2, 3) and chain.length - override <= 2
+        assert shape(chain)[: override + 1] == [(p, y1, True), (q, y1, False)] + [
+            (p, y1, False)
+        ] * (override - 2) + [(p, y2, True)]
+        assert shape(chain)[override + 1 :] in ([], [(q, y2, False)])
+        assert y1 != y2 and not set(first.gold_qids) & set(switch.gold_qids)
+        assert {turn.subject_qid for turn in chain.turns} == {first.subject_qid}
+        assert first.subject_label in first.question and str(y1) in first.question
+        assert str(y2) in switch.question
+        for turn in chain.turns:
+            truth = sample_facts.year_golds(turn.subject_qid, turn.pid)[turn.scope_year]
+            assert turn.gold_qids == truth.qids and turn.canonical_qid == truth.canonical
+            assert turn.scope_anchor == str(turn.scope_year) and turn.question.endswith("?")
+            if not turn.is_explicit:
+                assert not DIGIT.search(turn.question)
+                assert first.subject_label not in turn.question
+        assert len({turn.question for turn in chain.turns}) == chain.length
+
+
+def test_change_point_is_deterministic(sample_facts):
+    templates = default_templates()
+    first = [c.chain_id for c in change_point.generate(sample_facts, templates, 7)]
+    again = [c.chain_id for c in change_point.generate(sample_facts, templates, 7)]
+    other = [c.chain_id for c in change_point.generate(sample_facts, templates, 8)]
+    assert first == again
+    assert first != other
+
+
+def test_exact_chains_on_a_small_country():
+    facts = small_facts(
+        {
+            ("P6", 2000): ["Q10"],
+            ("P6", 2010): ["Q11"],
+            ("P35", 2000): ["Q20"],
+            ("P35", 2010): ["Q21"],
+        }
+    )
+    expected = {("P6", 2000): "Rudolf", ("P6", 2010): "Flavia"}
+    expected |= {("P35", 2000): "Michael", ("P35", 2010): "Sapt"}
+    shapes = set()
+    for seed in range(100):
+        for chain in change_point.generate(facts, default_templates(), seed):
+            shapes.add(tuple(shape(chain)))
+            assert all(t.answer == expected[(t.pid, t.scope_year)] for t in chain.turns)
+    assert shapes == {
+        ((p, y1, True), (q, y1, False), *[(p, y1, False)] * again, (p, y2, True))
+        + ((q, y2, False),) * after
+        for p, q in (("P6", "P35"), ("P35", "P6"))
+        for y1, y2 in ((2000, 2010), (2010, 2000))
+        for again in (0, 1)
+        for after in (0, 1)
+    }
+
+
+def test_no_chain_without_a_disjoint_change_or_a_complement_at_y1():
+    templates = default_templates()
+    overlapping = small_facts(
+        {("P6", 2000): ["Q10"], ("P6", 2010): ["Q10", "Q11"], ("P35", 2000): ["Q20"]}
+    )
+    assert list(change_point.generate(overlapping, templates, 0)) == []
+    no_complement = small_facts({("P6", 2000): ["Q10"], ("P6", 2010): ["Q11"]})
+    assert list(change_point.generate(no_complement, templates, 0)) == []

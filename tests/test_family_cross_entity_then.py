@@ -1,0 +1,131 @@
+"""Cross-entity then: the same property and year, asked of a subject related to the first."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import cross_entity_then
+from chronoscope_dagster.chains.families.cross_entity_then import RELATIONS
+from chronoscope_dagster.chains.templates import default_templates
+
+DIGIT = re.compile(r"\d")
+NAMES = {"Q1": "Ruritania", "Q2": "Zenda", "Q3": "Graustark", "Q4": "Strelsau", "Q5": "Acme",
+         "Q6": "Globex", "Q7": "Ruritania Rail", "Q10": "Rudolf", "Q11": "Flavia",
+         "Q12": "Michael", "Q50": "League of Ruritania", "Q51": "Alliance",
+         "Q60": "Hank Scorpio", "Q61": "Wile Coyote", "Q62": "Bugs Bunny"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def chains(sample_facts):
+    return list(cross_entity_then.generate(sample_facts, default_templates(), 0))
+
+
+def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotFacts:
+    """Facts from (anchor, subject, pid, values) rows; the first value is canonical."""
+    anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
+    truth = pa.table(
+        {
+            "anchor": pa.array(anchors, pa.string()),
+            "subject_qid": subjects,
+            "pid": pids,
+            "value_qids": values,
+            "canonical_value_qid": [v[0] for v in values],
+        }
+    )
+    labels = pa.table(
+        {
+            "qid": list(NAMES),
+            "label": list(NAMES.values()),
+            "description": pa.array([None] * len(NAMES), pa.string()),
+            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
+        }
+    )
+    return SnapshotFacts(2025, truth, labels)
+
+
+def is_related(facts: SnapshotFacts, a: str, b: str, pid: str, year: int) -> bool:
+    """B shares a value of a relation (not ``pid``) with A in ``year``, or is A's value of one."""
+    for relation in RELATIONS:
+        if relation == pid:
+            continue
+        mine = facts.gold(a, relation, str(year))
+        theirs = facts.gold(b, relation, str(year))
+        if mine and (b in mine.qids or (theirs and set(mine.qids) & set(theirs.qids))):
+            return True
+    return False
+
+
+def test_family_asks_the_same_property_and_year_of_a_related_subject(chains, sample_facts):
+    assert len(chains) >= 100
+    for chain in chains:
+        first, second = chain.turns
+        assert chain.family == "cross_entity_then" and chain.length == 2
+        assert first.subject_qid != second.subject_qid and first.pid == second.pid
+        assert len(first.scope_anchor) == 4 and first.scope_anchor == second.scope_anchor
+        assert chain.anchor == first.scope_anchor
+        assert is_related(sample_facts, first.subject_qid, second.subject_qid, first.pid,
+                          first.scope_year)  # fmt: skip
+
+
+def test_both_golds_are_the_truth_in_the_year_and_differ(chains, sample_facts):
+    for chain in chains:
+        for turn in chain.turns:
+            gold = sample_facts.year_golds(turn.subject_qid, turn.pid)[turn.scope_year]
+            assert turn.gold_qids == gold.qids and turn.canonical_qid == gold.canonical
+        first, second = chain.turns
+        assert not set(first.gold_qids) & set(second.gold_qids)
+
+
+def test_turn_two_names_only_the_new_subject_and_holds_no_year(chains):
+    templates = default_templates()
+    for chain in chains:
+        first, second = chain.turns
+        assert first.is_explicit and str(first.scope_year) in first.question
+        assert first.subject_label in first.question
+        assert not second.is_explicit and DIGIT.search(second.question) is None
+        assert second.subject_label in second.question
+        assert first.subject_label.casefold() not in second.question.casefold()
+        assert second.question in {
+            templates.render(second.pid, "cross_entity", i, subject=second.subject_label)
+            for i in range(len(templates.phrasings(second.pid, "cross_entity")))
+        }
+        assert second.question.endswith("?")
+
+
+def test_generation_is_deterministic_and_follows_the_seed(sample_facts):
+    templates = default_templates()
+    first = [c.chain_id for c in cross_entity_then.generate(sample_facts, templates, 7)]
+    again = [c.chain_id for c in cross_entity_then.generate(sample_facts, templates, 7)]
+    other = [c.chain_id for c in cross_entity_then.generate(sample_facts, templates, 8)]
+    assert first == again and first != other
+
+
+def test_small_facts_pair_only_related_subjects_with_different_golds():
+    facts = small_facts(
+        [
+            # Q1, Q2 and Q4 are members of Q50 in 2001; Q4 has Q1's head of government.
+            ("2001", "Q1", "P6", ["Q10"]), ("2001", "Q1", "P463", ["Q50"]),
+            ("2001", "Q2", "P6", ["Q11"]), ("2001", "Q2", "P463", ["Q50"]),
+            ("2001", "Q4", "P6", ["Q10"]), ("2001", "Q4", "P463", ["Q50"]),
+            # Q3 shares nothing; Q7 shares Q50 but is named after Q1.
+            ("2001", "Q3", "P6", ["Q12"]), ("2001", "Q3", "P463", ["Q51"]),
+            ("2001", "Q7", "P6", ["Q12"]), ("2001", "Q7", "P463", ["Q50"]),
+            # Q6 is Q5's owner; both have a CEO in 2001.
+            ("2001", "Q5", "P127", ["Q6"]), ("2001", "Q5", "P169", ["Q61"]),
+            ("2001", "Q6", "P169", ["Q60"]),
+        ]
+    )  # fmt: skip
+    chains = list(cross_entity_then.generate(facts, default_templates(), 0))
+    chosen = {c.turns[0].subject_qid: c.turns[1].subject_qid for c in chains}
+    allowed = {"Q1": {"Q2"}, "Q2": {"Q1", "Q4", "Q7"}, "Q4": {"Q2", "Q7"}, "Q5": {"Q6"},
+               "Q7": {"Q1", "Q2", "Q4"}}  # fmt: skip
+    assert list(chosen) == list(allowed)
+    assert all(chosen[a] in allowed[a] for a in chosen)
+    assert {c.turns[0].pid for c in chains} == {"P6", "P169"}
+    acme = chains[3]
+    assert [t.gold_qids for t in acme.turns] == [("Q61",), ("Q60",)]
+    assert [t.scope_anchor for t in acme.turns] == ["2001", "2001"]

@@ -1,0 +1,131 @@
+"""Interval change: "did it change between y1 and y2" recomputed from the truth at both ends."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import interval_change
+from chronoscope_dagster.chains.templates import default_templates
+
+NAMES = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg"}
+
+
+@pytest.fixture(scope="module")
+def chains(sample_facts):
+    return list(interval_change.generate(sample_facts, default_templates(), 0))
+
+
+def small_facts(years: dict[int, list[str]], names: dict[str, str] = NAMES) -> SnapshotFacts:
+    truth = pa.table(
+        {
+            "anchor": [str(year) for year in years],
+            "subject_qid": ["Q1"] * len(years),
+            "pid": ["P6"] * len(years),
+            "value_qids": list(years.values()),
+            "canonical_value_qid": [values[0] for values in years.values()],
+        }
+    )
+    labels = pa.table(
+        {
+            "qid": list(names),
+            "label": list(names.values()),
+            "description": pa.array([None] * len(names), pa.string()),
+            "aliases": pa.array([[] for _ in names], pa.list_(pa.string())),
+        }
+    )
+    return SnapshotFacts(2025, truth, labels)
+
+
+def test_family_is_not_empty_and_every_chain_has_its_shape(chains):
+    assert len(chains) >= 50
+    for chain in chains:
+        first, second = chain.turns
+        assert chain.family == "interval_change"
+        assert first.answer_kind == "yes_no" and first.answer in {"yes", "no"}
+        assert first.gold_qids == () and first.present_qids == () and not first.drift_eligible
+        assert first.asked_qid is None
+        assert first.is_explicit and second.is_explicit and second.answer_kind == "entity"
+        assert (second.subject_qid, second.pid) == (first.subject_qid, first.pid)
+        assert chain.anchor == first.scope_anchor == f"{first.scope_year}-{first.scope_end_year}"
+
+
+def test_answers_compare_the_two_ends_and_the_ends_are_equal_or_disjoint(chains, sample_facts):
+    for chain in chains:
+        first = chain.turns[0]
+        years = sample_facts.year_golds(first.subject_qid, first.pid)
+        before = set(years[first.scope_year].qids)
+        after = set(years[first.scope_end_year].qids)
+        assert first.answer == ("yes" if before != after else "no")
+        assert before == after or not before & after
+        assert sample_facts.verbalizable(tuple(before | after))
+
+
+def test_spans_are_two_to_ten_years_within_the_window(chains):
+    for chain in chains:
+        first = chain.turns[0]
+        assert 1950 <= first.scope_year < first.scope_end_year <= 2025
+        assert 2 <= first.scope_end_year - first.scope_year + 1 <= 10
+
+
+def test_questions_state_their_years_and_the_second_turn_is_the_truth_at_y2(chains, sample_facts):
+    for chain in chains:
+        first, second = chain.turns
+        name = sample_facts.subject_name(first.subject_qid)
+        assert name is not None and first.subject_label == name and name in first.question
+        assert (
+            str(first.scope_year) in first.question and str(first.scope_end_year) in first.question
+        )
+        y2 = first.scope_end_year
+        assert second.scope_anchor == str(y2) and str(y2) in second.question
+        assert name not in second.question
+        assert second.gold_qids == sample_facts.year_golds(second.subject_qid, second.pid)[y2].qids
+        assert all(turn.question.endswith("?") for turn in chain.turns)
+
+
+def test_yes_and_no_are_balanced(chains):
+    counts = Counter(chain.turns[0].answer for chain in chains)
+    assert set(counts) == {"yes", "no"}
+    assert min(counts.values()) >= 0.35 * len(chains)
+
+
+def test_deterministic_per_seed(chains, sample_facts):
+    templates = default_templates()
+    assert list(interval_change.generate(sample_facts, templates, 0)) == chains
+    other = list(interval_change.generate(sample_facts, templates, 1))
+    assert [c.chain_id for c in other] != [c.chain_id for c in chains]
+
+
+def test_exact_chains_on_a_hand_built_snapshot():
+    facts = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]})
+    templates = default_templates()
+    by_answer: dict[str, list] = {"yes": [], "no": []}
+    for seed in range(20):
+        (chain,) = interval_change.generate(facts, templates, seed)
+        by_answer[chain.turns[0].answer].append(chain)
+    assert by_answer["yes"] and by_answer["no"]
+    phrasings = {
+        templates.render("P6", "interval_change", i, subject="Ruritania", year=2000, year2=2001)
+        for i in range(3)
+    }
+    for chain in by_answer["no"]:
+        first, second = chain.turns
+        assert first.question in phrasings and first.scope_anchor == "2000-2001"
+        assert (second.scope_anchor, second.gold_qids, second.answer) == (
+            "2001", ("Q10",), "Rudolf Rassendyll",
+        )  # fmt: skip
+    for chain in by_answer["yes"]:
+        first, second = chain.turns
+        assert first.scope_anchor in {"2000-2002", "2001-2002"}
+        assert second.gold_qids == ("Q11",)
+
+
+def test_partial_overlaps_and_unchanging_pairs_give_no_chain():
+    templates = default_templates()
+    overlapping = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q10", "Q11"]})
+    assert not list(interval_change.generate(overlapping, templates, 0))
+    unchanging = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q10"]})
+    assert not list(interval_change.generate(unchanging, templates, 0))

@@ -1,0 +1,155 @@
+"""Interval reasoning: a yes/no span question recomputed from the truth, then the entity turn at y2."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import interval_reasoning
+from chronoscope_dagster.chains.templates import default_templates
+
+NAMES = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg"}
+
+
+@pytest.fixture(scope="module")
+def chains(sample_facts):
+    return list(interval_reasoning.generate(sample_facts, default_templates(), 0))
+
+
+def held(facts: SnapshotFacts, subject: str, pid: str, y1: int, y2: int) -> set[str]:
+    years = facts.year_golds(subject, pid)
+    return {qid for year in range(y1, y2 + 1) if year in years for qid in years[year].qids}
+
+
+def small_facts(years: dict[int, list[str]], names: dict[str, str] = NAMES) -> SnapshotFacts:
+    truth = pa.table(
+        {
+            "anchor": [str(year) for year in years],
+            "subject_qid": ["Q1"] * len(years),
+            "pid": ["P6"] * len(years),
+            "value_qids": list(years.values()),
+            "canonical_value_qid": [values[0] for values in years.values()],
+        }
+    )
+    labels = pa.table(
+        {
+            "qid": list(names),
+            "label": list(names.values()),
+            "description": pa.array([None] * len(names), pa.string()),
+            "aliases": pa.array([[] for _ in names], pa.list_(pa.string())),
+        }
+    )
+    return SnapshotFacts(2025, truth, labels)
+
+
+def test_family_is_not_empty_and_every_chain_has_its_shape(chains):
+    assert len(chains) >= 50
+    for chain in chains:
+        first, second = chain.turns
+        assert chain.family == "interval_reasoning"
+        assert first.answer_kind == "yes_no" and first.answer in {"yes", "no"}
+        assert first.gold_qids == () and first.present_qids == () and not first.drift_eligible
+        assert first.is_explicit and second.is_explicit and second.answer_kind == "entity"
+        assert (second.subject_qid, second.pid) == (first.subject_qid, first.pid)
+        assert chain.anchor == first.scope_anchor == f"{first.scope_year}-{first.scope_end_year}"
+        assert first.question != second.question
+
+
+def test_yes_no_answers_are_the_truth_over_the_span(chains, sample_facts):
+    for chain in chains:
+        first = chain.turns[0]
+        inside = held(
+            sample_facts, first.subject_qid, first.pid, first.scope_year, first.scope_end_year
+        )
+        assert first.answer == ("yes" if first.asked_qid in inside else "no")
+        if first.answer == "no":
+            years = sample_facts.year_golds(first.subject_qid, first.pid)
+            assert any(first.asked_qid in gold.qids for gold in years.values())
+
+
+def test_spans_are_two_to_ten_years_within_the_window(chains):
+    for chain in chains:
+        first = chain.turns[0]
+        assert 1950 <= first.scope_year < first.scope_end_year <= 2025
+        assert 2 <= first.scope_end_year - first.scope_year + 1 <= 10
+
+
+def test_questions_name_subject_value_and_years_and_the_second_turn_is_the_truth_at_y2(
+    chains, sample_facts
+):
+    for chain in chains:
+        first, second = chain.turns
+        name = sample_facts.subject_name(first.subject_qid)
+        assert name is not None and first.subject_label == name
+        assert (
+            name in first.question and sample_facts.labels[first.asked_qid].label in first.question
+        )
+        assert (
+            str(first.scope_year) in first.question and str(first.scope_end_year) in first.question
+        )
+        y2 = first.scope_end_year
+        assert second.scope_anchor == str(y2) and str(y2) in second.question
+        assert name not in second.question
+        assert second.gold_qids == sample_facts.year_golds(second.subject_qid, second.pid)[y2].qids
+        assert all(turn.question.endswith("?") for turn in chain.turns)
+
+
+def test_yes_and_no_are_balanced(chains):
+    counts = Counter(chain.turns[0].answer for chain in chains)
+    assert set(counts) == {"yes", "no"}
+    assert min(counts.values()) >= 0.35 * len(chains)
+
+
+def test_deterministic_per_seed(chains, sample_facts):
+    templates = default_templates()
+    assert list(interval_reasoning.generate(sample_facts, templates, 0)) == chains
+    other = list(interval_reasoning.generate(sample_facts, templates, 1))
+    assert [c.chain_id for c in other] != [c.chain_id for c in chains]
+
+
+def test_exact_no_chain_on_a_hand_built_snapshot():
+    facts = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]})
+    templates = default_templates()
+    by_answer: dict[str, list] = {"yes": [], "no": []}
+    for seed in range(20):
+        (chain,) = interval_reasoning.generate(facts, templates, seed)
+        by_answer[chain.turns[0].answer].append(chain)
+    assert by_answer["yes"] and by_answer["no"]
+    phrasings = {
+        templates.render(
+            "P6", "interval_yes_no", index,
+            subject="Ruritania", value="Flavia Elphberg", year=2000, year2=2001,
+        )
+        for index in range(3)
+    }  # fmt: skip
+    for chain in by_answer["no"]:
+        first, second = chain.turns
+        assert first.question in phrasings
+        assert (first.asked_qid, first.scope_year, first.scope_end_year) == ("Q11", 2000, 2001)
+        assert (second.scope_anchor, second.gold_qids, second.answer) == (
+            "2001", ("Q10",), "Rudolf Rassendyll",
+        )  # fmt: skip
+    for chain in by_answer["yes"]:
+        first = chain.turns[0]
+        assert first.asked_qid in held(facts, "Q1", "P6", first.scope_year, first.scope_end_year)
+
+
+def test_values_that_never_changed_or_share_a_label_are_not_asked():
+    assert not list(
+        interval_reasoning.generate(
+            small_facts({2000: ["Q10"], 2001: ["Q10"]}), default_templates(), 0
+        )
+    )
+    twins = {**NAMES, "Q11": "Rudolf Rassendyll"}
+    facts = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]}, twins)
+    assert not list(interval_reasoning.generate(facts, default_templates(), 0))
+
+
+def test_unnameable_subject_is_skipped():
+    facts = small_facts(
+        {2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]}, {"Q10": NAMES["Q10"], "Q11": NAMES["Q11"]}
+    )
+    assert not list(interval_reasoning.generate(facts, default_templates(), 0))
