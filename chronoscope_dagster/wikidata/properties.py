@@ -15,6 +15,7 @@ from chronoscope_dagster.data import PROPERTIES_FILE
 class PropertyCatalog:
     labels: dict[str, str]
     chain_pids: tuple[str, ...]
+    complements: dict[str, str]
     time_qualifiers: dict[str, str]
     entity_qualifiers: dict[str, str]
     ordinal_qualifiers: dict[str, str]
@@ -34,6 +35,9 @@ def load_catalog(path: Path = PROPERTIES_FILE) -> PropertyCatalog:
     return PropertyCatalog(
         labels={pid: spec["label"] for pid, spec in properties.items()},
         chain_pids=tuple(pid for pid, spec in properties.items() if spec.get("chains")),
+        complements={
+            pid: spec["complement"] for pid, spec in properties.items() if "complement" in spec
+        },
         time_qualifiers=dict(raw["time_qualifiers"]),
         entity_qualifiers=dict(raw["entity_qualifiers"]),
         ordinal_qualifiers=dict(raw["ordinal_qualifiers"]),

@@ -28,19 +28,12 @@ from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.wikidata.properties import default_catalog
 
 FAMILY = "change_point"
 FIRST_YEAR = 1950
 FOLLOWUP_SLOTS = ("followup", "followup_then")
-COMPLEMENTS: dict[str, str] = {
-    "P6": "P35", "P35": "P6",
-    "P39": "P102", "P102": "P39",
-    "P108": "P463", "P463": "P108",
-    "P54": "P286", "P286": "P54",
-    "P127": "P169", "P169": "P127",
-    "P131": "P17", "P17": "P131",
-    "P488": "P169",
-}  # fmt: skip
+COMPLEMENTS = default_catalog().complements
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
-from chronoscope_dagster.chains.model import Chain, Turn
+from chronoscope_dagster.chains.families.common import pick, span_turn
+from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "distinct_count"
@@ -60,13 +60,8 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
                 continue
             rng = rng_for(seed, FAMILY, subject, pid)
             y1, y2, count = rng.choice(candidates)
-            first = Turn(
-                question=pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2),
-                pid=pid, subject_qid=subject, subject_label=name,
-                gold_qids=(), gold_labels=(), gold_aliases=(), answer=str(count),
-                canonical_qid=None, scope_year=y1, scope_anchor=f"{y1}-{y2}", is_explicit=True,
-                answer_kind="count", scope_end_year=y2,
-            )  # fmt: skip
+            question = pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)
+            first = span_turn(question, pid, subject, name, (y1, y2), str(count), "count")
             second = facts.turn(
                 pick(templates, rng, pid, "scope_switch", year=y2),
                 subject, pid, str(y2), explicit=True,

@@ -23,8 +23,8 @@ from collections import Counter
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
-from chronoscope_dagster.chains.model import Chain, Turn
+from chronoscope_dagster.chains.families.common import pick, span_turn
+from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "interval_reasoning"
@@ -77,12 +77,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
                 templates, rng, pid, "interval_yes_no",
                 subject=name, value=facts.labels[value].label, year=y1, year2=y2,
             )  # fmt: skip
-            first = Turn(
-                question=question, pid=pid, subject_qid=subject, subject_label=name,
-                gold_qids=(), gold_labels=(), gold_aliases=(), answer=answer,
-                canonical_qid=None, scope_year=y1, scope_anchor=f"{y1}-{y2}", is_explicit=True,
-                answer_kind="yes_no", scope_end_year=y2, asked_qid=value,
-            )  # fmt: skip
+            first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value)
             second = facts.turn(
                 pick(templates, rng, pid, "scope_switch", year=y2),
                 subject, pid, str(y2), explicit=True,
