@@ -34,6 +34,7 @@ EXPECTED_CHECKS = {
     ("present_day", "present_day_consistent"),
     ("turns", "turns_state_their_time"),
     ("turns", "turns_gold_valid_at_scope"),
+    ("turns", "turns_expectations"),
     ("chains", "chains_complete_and_unique"),
     ("chains", "chains_deterministic"),
 }

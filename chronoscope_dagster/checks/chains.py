@@ -7,6 +7,11 @@ from chronoscope_dagster.assets.chains import _facts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.records import turns_table
 from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.checks.expectations import (
+    GE_SAMPLE_ROWS,
+    suite_check_result,
+    suite_per_snapshot,
+)
 from chronoscope_dagster.resources import WarehouseResource
 
 YEAR_PATTERN = r"\b(1[0-9]|20)[0-9][0-9]\b"
@@ -110,3 +115,49 @@ def chains_deterministic(warehouse: WarehouseResource) -> dg.AssetCheckResult:
             if not again.equals(stored):
                 differing.append(f"{family}[{year}]")
     return dg.AssetCheckResult(passed=not differing, metadata={"differing": differing})
+
+
+TURNS_EXPECTATIONS = {
+    "question_is_a_question": lambda gxe: gxe.ExpectColumnValuesToMatchRegex(
+        column="question", regex=r"^[A-Z].*\?$"
+    ),
+    "answer_not_null": lambda gxe: gxe.ExpectColumnValuesToNotBeNull(column="answer"),
+    "answer_kind_in_set": lambda gxe: gxe.ExpectColumnValuesToBeInSet(
+        column="answer_kind", value_set=["entity", "yes_no", "count"]
+    ),
+    "family_in_set": lambda gxe: gxe.ExpectColumnValuesToBeInSet(
+        column="family", value_set=list(FAMILIES)
+    ),
+    "pid_format": lambda gxe: gxe.ExpectColumnValuesToMatchRegex(
+        column="pid", regex="^P[1-9][0-9]*$"
+    ),
+    "subject_qid_format": lambda gxe: gxe.ExpectColumnValuesToMatchRegex(
+        column="subject_qid", regex="^Q[1-9][0-9]*$"
+    ),
+    "chain_length_in_range": lambda gxe: gxe.ExpectColumnValuesToBeBetween(
+        column="chain_length", min_value=2, max_value=11
+    ),
+    "turn_index_in_range": lambda gxe: gxe.ExpectColumnValuesToBeBetween(
+        column="turn_index", min_value=0, max_value=10
+    ),
+    "scope_year_in_range": lambda gxe: gxe.ExpectColumnValuesToBeBetween(
+        column="scope_year", min_value=1950, max_value=2025
+    ),
+    "has_rows": lambda gxe: gxe.ExpectTableRowCountToBeBetween(min_value=1),
+}
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=True,
+    description="Great-expectations suite on turns (question form, value sets, ranges), on a "
+    f"seeded sample of at most {GE_SAMPLE_ROWS:,} rows per snapshot year.",
+)
+def turns_expectations(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    columns = ["question", "answer", "answer_kind", "family", "pid", "subject_qid",
+               "chain_length", "turn_index", "scope_year"]  # fmt: skip
+    with warehouse.warehouse.connect(views=True) as connection:
+        years = [str(y) for (y,) in connection.execute(
+            "SELECT DISTINCT snapshot_year FROM turns ORDER BY 1").fetchall()]  # fmt: skip
+        rows, failures = suite_per_snapshot(connection, "turns", columns, years, TURNS_EXPECTATIONS)
+    return suite_check_result(years, rows, failures)
