@@ -72,6 +72,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--workers", type=int, default=0, help="processes parsing a dump (default: one per core)"
     )
+    run.add_argument(
+        "--import-chains",
+        metavar="FILE",
+        help="build turns/chains from this chains JSON-lines file (the authors' "
+        "merged_scope_benchmark.jsonl or an export) instead of the generated families",
+    )
     run.set_defaults(handler=_run)
 
     sql = commands.add_parser(
@@ -111,6 +117,8 @@ def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
 def _run(args: argparse.Namespace) -> int:
     dumps = _year_mapping(args.dump, "--dump")
     checksums = _year_mapping(args.checksums, "--checksums")
+    if args.import_chains and not Path(args.import_chains).expanduser().is_file():
+        raise UsageError(f"--import-chains: no such file: {args.import_chains}")
     for year, source in dumps.items():
         if "://" not in source and not Path(source).expanduser().exists():
             raise UsageError(f"--dump {year}: no such file or directory: {source}")
@@ -128,6 +136,7 @@ def _run(args: argparse.Namespace) -> int:
             dumps=dumps,
             checksums=checksums,
             workers=args.workers,
+            import_chains=args.import_chains,
             echo=print,
         )
     except RunFailed as failure:

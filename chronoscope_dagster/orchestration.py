@@ -31,6 +31,7 @@ def run_selection(
     dumps: dict[str, str] | None = None,
     checksums: dict[str, str] | None = None,
     workers: int = 0,
+    import_chains: str | None = None,
     instance: dg.DagsterInstance | None = None,
     echo: Callable[[str], None] = print,
 ) -> list[dg.ExecuteInProcessResult]:
@@ -67,11 +68,16 @@ def run_selection(
             label = f"{names} [{partition_key}]" if partition_key else names
             echo(f"==> {label}")
             started = time.perf_counter()
+            run_config = dict(INFO_LOGGING)
+            if import_chains and dg.AssetKey("turns") in keys:
+                run_config["ops"] = {
+                    "chains_and_turns": {"config": {"import_jsonl": import_chains}}
+                }
             result = job.execute_in_process(
                 asset_selection=keys,
                 partition_key=partition_key,
                 instance=instance,
-                run_config=INFO_LOGGING,
+                run_config=run_config,
                 raise_on_error=False,
             )
             results.append(result)

@@ -177,8 +177,8 @@ def write_query(
 
 
 def parquet_source(path: Path) -> str:
-    """SQL for reading one Parquet file."""
-    return f"read_parquet({_sql_string(str(path))})"
+    """SQL for reading one Parquet file, its columns only (no hive columns from its path)."""
+    return f"read_parquet({_sql_string(str(path))}, hive_partitioning = false)"
 
 
 def _sql_string(text: str) -> str:

@@ -20,6 +20,7 @@ EXPECTED_ASSETS = {
     "chains": (["turns"], "chains", None),
     "benchmark_stats": (["chains", "turns"], "chains", None),
     "eval_sample": (["chains"], "chains", None),
+    "benchmark_jsonl": (["turns"], "chains", None),
 }
 EXPECTED_CHECKS = {
     ("claims", "claims_reconcile"),

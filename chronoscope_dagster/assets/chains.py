@@ -1,5 +1,8 @@
 """Chains: one asset per family and snapshot year, then the merged benchmark."""
 
+from collections import Counter
+from pathlib import Path
+
 import dagster as dg
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
@@ -8,6 +11,7 @@ from pydantic import Field
 from chronoscope_dagster.assets.metadata import markdown_table
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
+from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.records import turns_table
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
@@ -88,6 +92,14 @@ def family_asset(family: str) -> dg.AssetsDefinition:
 family_assets = [family_asset(family) for family in FAMILIES]
 
 
+class ChainSourceConfig(dg.Config):
+    import_jsonl: str = Field(
+        default="",
+        description="Path of a chains JSON-lines file (the authors' merged_scope_benchmark.jsonl "
+        "or this project's export) to use instead of the generated families.",
+    )
+
+
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(
@@ -112,15 +124,27 @@ family_assets = [family_asset(family) for family in FAMILIES]
     ],
     pool="duckdb_writer",
 )
-def chains_and_turns(warehouse: WarehouseResource, duckdb: DuckDBResource):
+def chains_and_turns(
+    context: dg.AssetExecutionContext,
+    config: ChainSourceConfig,
+    warehouse: WarehouseResource,
+    duckdb: DuckDBResource,
+):
     store = warehouse.warehouse
-    sources = " UNION ALL ".join(
-        f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
-        f"FROM {parquet_source(store.data_path(f'family_{family}', **p))}"
-        for family in FAMILIES
-        for p in store.partitions(f"family_{family}")
-    )
+    imported: Counter[str] = Counter()
     with store.connect() as connection:
+        if config.import_jsonl:
+            table, imported = import_chains(Path(config.import_jsonl).expanduser())
+            context.log.info(f"imported {imported['chains']:,} chains from {config.import_jsonl}")
+            connection.register("imported", table)
+            sources = "SELECT * FROM imported"
+        else:
+            sources = " UNION ALL ".join(
+                f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
+                f"FROM {parquet_source(store.data_path(f'family_{family}', **p))}"
+                for family in FAMILIES
+                for p in store.partitions(f"family_{family}")
+            )
         connection.execute(
             f"""CREATE TEMP TABLE merged AS
             WITH all_turns AS ({sources}),
@@ -144,7 +168,15 @@ def chains_and_turns(warehouse: WarehouseResource, duckdb: DuckDBResource):
             "SELECT family, count(*) FROM merged WHERE turn_index = 0 GROUP BY 1 ORDER BY 1"
         ).fetchall()
     warehouse.refresh_views(duckdb)
-    yield dg.MaterializeResult(asset_key="turns", metadata={"dagster/row_count": turns})
+    source = config.import_jsonl or "generated families"
+    yield dg.MaterializeResult(
+        asset_key="turns",
+        metadata={
+            "dagster/row_count": turns,
+            "source": source,
+            "import_counts": dg.MetadataValue.json(dict(imported)),
+        },
+    )
     yield dg.MaterializeResult(
         asset_key="chains",
         metadata={
@@ -236,4 +268,24 @@ def eval_sample(
                 markdown_table(["family", "length", "chains", "self-conditioned"], strata)
             ),
         }
+    )
+
+
+@dg.asset(
+    deps=["turns"],
+    group_name="chains",
+    kinds={"json"},
+    owners=["team:chronoscope"],
+    description="The benchmark as JSON lines with the fields of the authors' released "
+    "merged_scope_benchmark.jsonl (present-day values kept per turn), plus this project's "
+    "gold sets and scopes; importable back through the turns asset's import_jsonl config.",
+)
+def benchmark_jsonl(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    turns = pq.read_table(store.data_path("turns"))
+    with store.writing("benchmark_jsonl", "merged_scope_benchmark.jsonl") as path:
+        chains = write_jsonl(export_chains(turns), path)
+    final = store.partition_dir("benchmark_jsonl") / "merged_scope_benchmark.jsonl"
+    return dg.MaterializeResult(
+        metadata={"chains": chains, "path": dg.MetadataValue.path(str(final))}
     )

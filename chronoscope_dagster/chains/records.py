@@ -40,6 +40,8 @@ TURNS_SCHEMA = pa.schema(
     ]
 )
 
+MERGED_TURNS_SCHEMA = TURNS_SCHEMA.append(pa.field("snapshot_year", pa.int32()))
+
 
 def turns_table(chains: Iterable[Chain]) -> pa.Table:
     rows = []
