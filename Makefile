@@ -44,6 +44,7 @@ ci-checks: setup
 bench: setup
 	$(VENV)/bin/python benchmarks/bench_ingest.py
 	$(VENV)/bin/python benchmarks/bench_truth.py
+	$(VENV)/bin/python benchmarks/bench_chains.py
 
 clean:
 	rm -rf $(HOME_DIR)
