@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import bridged_multi_pid
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_from_rows
 
 DIGIT = re.compile(r"\d")
 LABELS = {
@@ -31,25 +31,7 @@ def chains(sample_facts):
 
 
 def small_facts(rows: list[tuple[str, str, int, list[str]]]) -> SnapshotFacts:
-    """Facts from (subject, pid, year, values) rows."""
-    truth = pa.table(
-        {
-            "anchor": [str(year) for _, _, year, _ in rows],
-            "subject_qid": [subject for subject, _, _, _ in rows],
-            "pid": [pid for _, pid, _, _ in rows],
-            "value_qids": [values for _, _, _, values in rows],
-            "canonical_value_qid": [values[0] for _, _, _, values in rows],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(LABELS),
-            "label": [label for label, _ in LABELS.values()],
-            "description": pa.array([d for _, d in LABELS.values()], pa.string()),
-            "aliases": pa.array([[] for _ in LABELS], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_from_rows([(str(y), s, p, v) for s, p, y, v in rows], LABELS)
 
 
 def test_each_hop_asks_about_the_single_previous_answer_at_the_same_year(chains, sample_facts):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import carryover
 from chronoscope_dagster.chains.families.carryover import COMPLEMENTS
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_from_rows
 
 DIGIT = re.compile(r"\d")
 NAMES = {"Q1": "Ruritania", "Q2": "Zenda", "Q3": "Graustark", "Q10": "Rudolf", "Q11": "Flavia",
@@ -23,26 +23,7 @@ def chains(sample_facts):
 
 
 def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotFacts:
-    """Facts from (anchor, subject, pid, values) rows; the first value is canonical."""
-    anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
-    truth = pa.table(
-        {
-            "anchor": pa.array(anchors, pa.string()),
-            "subject_qid": subjects,
-            "pid": pids,
-            "value_qids": values,
-            "canonical_value_qid": [v[0] for v in values],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(NAMES),
-            "label": list(NAMES.values()),
-            "description": pa.array([None] * len(NAMES), pa.string()),
-            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_from_rows(rows, NAMES)
 
 
 def test_family_holds_dated_and_timeless_chains_of_complement_pairs(chains):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import change_point
 from chronoscope_dagster.chains.families.change_point import COMPLEMENTS
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_from_rows
 
 DIGIT = re.compile(r"\d")
 NAMES = {
@@ -25,25 +25,7 @@ def chains(sample_facts):
 
 
 def small_facts(rows: dict[tuple[str, int], list[str]]) -> SnapshotFacts:
-    """Facts of Q1 from {(pid, year): values}."""
-    truth = pa.table(
-        {
-            "anchor": [str(year) for _, year in rows],
-            "subject_qid": ["Q1"] * len(rows),
-            "pid": [pid for pid, _ in rows],
-            "value_qids": list(rows.values()),
-            "canonical_value_qid": [values[0] for values in rows.values()],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(NAMES),
-            "label": list(NAMES.values()),
-            "description": pa.array([None] * len(NAMES), pa.string()),
-            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_from_rows([(str(y), "Q1", p, v) for (p, y), v in rows.items()], NAMES)
 
 
 def shape(chain) -> list[tuple[str, int, bool]]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import interval_change
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_of_one_subject
 
 NAMES = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg"}
 
@@ -20,24 +20,7 @@ def chains(sample_facts):
 
 
 def small_facts(years: dict[int, list[str]], names: dict[str, str] = NAMES) -> SnapshotFacts:
-    truth = pa.table(
-        {
-            "anchor": [str(year) for year in years],
-            "subject_qid": ["Q1"] * len(years),
-            "pid": ["P6"] * len(years),
-            "value_qids": list(years.values()),
-            "canonical_value_qid": [values[0] for values in years.values()],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(names),
-            "label": list(names.values()),
-            "description": pa.array([None] * len(names), pa.string()),
-            "aliases": pa.array([[] for _ in names], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_of_one_subject(years, names)
 
 
 def test_family_is_not_empty_and_every_chain_has_its_shape(chains):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import multi_turn_chain
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_from_rows
 
 DIGIT = re.compile(r"\d")
 NAMES = {"Q1": "Acme", "Q2": "Globex", "Q10": "Hank Scorpio", "Q20": "Initech",
@@ -23,26 +23,7 @@ def chains(sample_facts):
 
 
 def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotFacts:
-    """Facts from (anchor, subject, pid, values) rows; the first value is canonical."""
-    anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
-    truth = pa.table(
-        {
-            "anchor": pa.array(anchors, pa.string()),
-            "subject_qid": subjects,
-            "pid": pids,
-            "value_qids": values,
-            "canonical_value_qid": [v[0] for v in values],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(NAMES),
-            "label": list(NAMES.values()),
-            "description": pa.array([None] * len(NAMES), pa.string()),
-            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_from_rows(rows, NAMES)
 
 
 def test_chains_ask_different_properties_of_one_subject_at_one_year(chains):

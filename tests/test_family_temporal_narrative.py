@@ -6,12 +6,12 @@ import itertools
 import re
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import temporal_narrative
 from chronoscope_dagster.chains.templates import default_templates
+from tests.chain_helpers import facts_of_one_subject
 
 YEAR = re.compile(r"\d+")
 NAMES = {"Q1": "Ruritania", "Q10": "Rudolf", "Q11": "Flavia", "Q12": "Michael", "Q13": "Sapt"}
@@ -23,24 +23,7 @@ def chains(sample_facts):
 
 
 def small_facts(years: dict[int, list[str]]) -> SnapshotFacts:
-    truth = pa.table(
-        {
-            "anchor": [str(year) for year in years],
-            "subject_qid": ["Q1"] * len(years),
-            "pid": ["P6"] * len(years),
-            "value_qids": list(years.values()),
-            "canonical_value_qid": [values[0] for values in years.values()],
-        }
-    )
-    labels = pa.table(
-        {
-            "qid": list(NAMES),
-            "label": list(NAMES.values()),
-            "description": pa.array([None] * len(NAMES), pa.string()),
-            "aliases": pa.array([[] for _ in NAMES], pa.list_(pa.string())),
-        }
-    )
-    return SnapshotFacts(2025, truth, labels)
+    return facts_of_one_subject(years, NAMES)
 
 
 def test_narratives_walk_forward_through_at_least_two_changes(chains, sample_facts):
