@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
+from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.model import Turn
+
+
+def askable_pairs(facts: SnapshotFacts, templates) -> Iterator[tuple[str, str, str]]:
+    """(subject, how to name it, property) for every pair a question can be asked about:
+    the subject is nameable and the property has templates; in the facts' order."""
+    for subject, pids in facts.pids_by_subject.items():
+        name = facts.subject_name(subject)
+        if name is None:
+            continue
+        for pid in pids:
+            if pid in templates.properties:
+                yield subject, name, pid
 
 
 def pick(templates, rng: random.Random, pid: str, slot: str, **values: object) -> str:

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import askable_pairs, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -40,34 +40,28 @@ Holders = dict[tuple[str, str, str | None], list[str]]
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     holders = _holders(facts)
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        rng = rng_for(seed, FAMILY, subject, pid)
+        golds = facts.year_golds(subject, pid)
+        years = sorted(year for year, gold in golds.items() if facts.verbalizable(gold.qids))
+        rng.shuffle(years)
+        for year in years:
+            candidates = _candidates(facts, holders, subject, name, pid, year, golds[year].qids)
+            if candidates:
+                break
+        else:
             continue
-        for pid in pids:
-            if pid not in templates.properties:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            golds = facts.year_golds(subject, pid)
-            years = sorted(year for year, gold in golds.items() if facts.verbalizable(gold.qids))
-            rng.shuffle(years)
-            for year in years:
-                candidates = _candidates(facts, holders, subject, name, pid, year, golds[year].qids)
-                if candidates:
-                    break
-            else:
-                continue
-            other = rng.choice(candidates)
-            first = facts.turn(
-                pick(templates, rng, pid, "explicit_year", subject=name, year=year),
-                subject, pid, str(year), explicit=True,
-            )  # fmt: skip
-            second = facts.turn(
-                pick(templates, rng, pid, "cross_entity", subject=facts.subject_name(other)),
-                other, pid, str(year), explicit=False,
-            )  # fmt: skip
-            if first and second:
-                yield Chain(FAMILY, facts.snapshot_year, str(year), (first, second))
+        other = rng.choice(candidates)
+        first = facts.turn(
+            pick(templates, rng, pid, "explicit_year", subject=name, year=year),
+            subject, pid, str(year), explicit=True,
+        )  # fmt: skip
+        second = facts.turn(
+            pick(templates, rng, pid, "cross_entity", subject=facts.subject_name(other)),
+            other, pid, str(year), explicit=False,
+        )  # fmt: skip
+        if first and second:
+            yield Chain(FAMILY, facts.snapshot_year, str(year), (first, second))
 
 
 def _candidates(

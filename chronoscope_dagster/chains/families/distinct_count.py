@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick, span_turn
+from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -48,23 +48,17 @@ def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int, 
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        candidates = spans(facts, facts.year_golds(subject, pid))
+        if not candidates:
             continue
-        for pid in pids:
-            if pid not in templates.properties:
-                continue
-            candidates = spans(facts, facts.year_golds(subject, pid))
-            if not candidates:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            y1, y2, count = rng.choice(candidates)
-            question = pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)
-            first = span_turn(question, pid, subject, name, (y1, y2), str(count), "count")
-            second = facts.turn(
-                pick(templates, rng, pid, "scope_switch", year=y2),
-                subject, pid, str(y2), explicit=True,
-            )  # fmt: skip
-            if second is not None:
-                yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        rng = rng_for(seed, FAMILY, subject, pid)
+        y1, y2, count = rng.choice(candidates)
+        question = pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)
+        first = span_turn(question, pid, subject, name, (y1, y2), str(count), "count")
+        second = facts.turn(
+            pick(templates, rng, pid, "scope_switch", year=y2),
+            subject, pid, str(y2), explicit=True,
+        )  # fmt: skip
+        if second is not None:
+            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick, span_turn
+from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -49,29 +49,23 @@ def changed(years: dict[int, Gold], y1: int, y2: int) -> str | None:
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        years = facts.year_golds(subject, pid)
+        options: dict[str, list[tuple[int, int]]] = {"yes": [], "no": []}
+        for y1, y2 in spans(facts, years):
+            answer = changed(years, y1, y2)
+            if answer is not None:
+                options[answer].append((y1, y2))
+        if not options["yes"] or not options["no"]:
             continue
-        for pid in pids:
-            if pid not in templates.properties:
-                continue
-            years = facts.year_golds(subject, pid)
-            options: dict[str, list[tuple[int, int]]] = {"yes": [], "no": []}
-            for y1, y2 in spans(facts, years):
-                answer = changed(years, y1, y2)
-                if answer is not None:
-                    options[answer].append((y1, y2))
-            if not options["yes"] or not options["no"]:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            answer = "yes" if rng.random() < 0.5 else "no"
-            y1, y2 = rng.choice(options[answer])
-            question = pick(templates, rng, pid, "interval_change", subject=name, year=y1, year2=y2)
-            first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no")
-            second = facts.turn(
-                pick(templates, rng, pid, "scope_switch", year=y2),
-                subject, pid, str(y2), explicit=True,
-            )  # fmt: skip
-            if second is not None:
-                yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        rng = rng_for(seed, FAMILY, subject, pid)
+        answer = "yes" if rng.random() < 0.5 else "no"
+        y1, y2 = rng.choice(options[answer])
+        question = pick(templates, rng, pid, "interval_change", subject=name, year=y1, year2=y2)
+        first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no")
+        second = facts.turn(
+            pick(templates, rng, pid, "scope_switch", year=y2),
+            subject, pid, str(y2), explicit=True,
+        )  # fmt: skip
+        if second is not None:
+            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))

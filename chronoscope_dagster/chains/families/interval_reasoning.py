@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick, span_turn
+from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -49,41 +49,35 @@ def held(years: dict[int, Gold], y1: int, y2: int) -> set[str]:
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        years = facts.year_golds(subject, pid)
+        askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})
+        options: dict[str, list[tuple[tuple[int, int], list[str]]]] = {"yes": [], "no": []}
+        for span in spans(facts, years):
+            inside = held(years, *span)
+            for answer, values in (
+                ("yes", [qid for qid in askable if qid in inside]),
+                ("no", [qid for qid in askable if qid not in inside]),
+            ):
+                if values:
+                    options[answer].append((span, values))
+        if not options["yes"] or not options["no"]:
             continue
-        for pid in pids:
-            if pid not in templates.properties:
-                continue
-            years = facts.year_golds(subject, pid)
-            askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})
-            options: dict[str, list[tuple[tuple[int, int], list[str]]]] = {"yes": [], "no": []}
-            for span in spans(facts, years):
-                inside = held(years, *span)
-                for answer, values in (
-                    ("yes", [qid for qid in askable if qid in inside]),
-                    ("no", [qid for qid in askable if qid not in inside]),
-                ):
-                    if values:
-                        options[answer].append((span, values))
-            if not options["yes"] or not options["no"]:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            answer = "yes" if rng.random() < 0.5 else "no"
-            (y1, y2), values = rng.choice(options[answer])
-            value = rng.choice(values)
-            question = pick(
-                templates, rng, pid, "interval_yes_no",
-                subject=name, value=facts.labels[value].label, year=y1, year2=y2,
-            )  # fmt: skip
-            first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value)
-            second = facts.turn(
-                pick(templates, rng, pid, "scope_switch", year=y2),
-                subject, pid, str(y2), explicit=True,
-            )  # fmt: skip
-            if second is not None:
-                yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        rng = rng_for(seed, FAMILY, subject, pid)
+        answer = "yes" if rng.random() < 0.5 else "no"
+        (y1, y2), values = rng.choice(options[answer])
+        value = rng.choice(values)
+        question = pick(
+            templates, rng, pid, "interval_yes_no",
+            subject=name, value=facts.labels[value].label, year=y1, year2=y2,
+        )  # fmt: skip
+        first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value)
+        second = facts.turn(
+            pick(templates, rng, pid, "scope_switch", year=y2),
+            subject, pid, str(y2), explicit=True,
+        )  # fmt: skip
+        if second is not None:
+            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
 
 
 def _askable(facts: SnapshotFacts, qids: set[str]) -> list[str]:

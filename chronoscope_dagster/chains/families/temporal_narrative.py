@@ -22,7 +22,7 @@ import random
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import askable_pairs, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -33,35 +33,29 @@ MAX_TURNS = 11
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        golds = facts.year_golds(subject, pid)
+        years = sorted(
+            year
+            for year, gold in golds.items()
+            if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
+        )
+        runs = _runs(years, {year: frozenset(golds[year].qids) for year in years})
+        if len(runs) < MIN_TURNS:
             continue
-        for pid in pids:
-            if pid not in templates.properties:
-                continue
-            golds = facts.year_golds(subject, pid)
-            years = sorted(
-                year
-                for year, gold in golds.items()
-                if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
-            )
-            runs = _runs(years, {year: frozenset(golds[year].qids) for year in years})
-            if len(runs) < MIN_TURNS:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            chosen = _narrative_years(rng, years, runs)
-            questions = [pick(templates, rng, pid, "explicit_year", subject=name, year=chosen[0])]
-            questions += [
-                _later_question(templates, rng, pid, year, last=index == len(chosen) - 1)
-                for index, year in enumerate(chosen[1:], start=1)
-            ]
-            turns = [
-                facts.turn(question, subject, pid, str(year), explicit=True)
-                for question, year in zip(questions, chosen, strict=True)
-            ]
-            if all(turns):
-                yield Chain(FAMILY, facts.snapshot_year, str(chosen[0]), tuple(turns))
+        rng = rng_for(seed, FAMILY, subject, pid)
+        chosen = _narrative_years(rng, years, runs)
+        questions = [pick(templates, rng, pid, "explicit_year", subject=name, year=chosen[0])]
+        questions += [
+            _later_question(templates, rng, pid, year, last=index == len(chosen) - 1)
+            for index, year in enumerate(chosen[1:], start=1)
+        ]
+        turns = [
+            facts.turn(question, subject, pid, str(year), explicit=True)
+            for question, year in zip(questions, chosen, strict=True)
+        ]
+        if all(turns):
+            yield Chain(FAMILY, facts.snapshot_year, str(chosen[0]), tuple(turns))
 
 
 def _runs(years: list[int], gold_sets: dict[int, frozenset[str]]) -> list[list[int]]:
