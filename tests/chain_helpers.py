@@ -41,3 +41,9 @@ def facts_from_rows(
 def facts_of_one_subject(years: dict[int, list[str]], names: dict[str, str]) -> SnapshotFacts:
     """Facts of Q1's P6 (head of government) from ``{year: values}``."""
     return facts_from_rows([(str(y), "Q1", "P6", v) for y, v in years.items()], names)
+
+
+def held_over_span(facts: SnapshotFacts, subject: str, pid: str, y1: int, y2: int) -> set[str]:
+    """Every value of (subject, pid) valid at some time in the years y1..y2, from year_golds."""
+    years = facts.year_golds(subject, pid)
+    return {qid for year in range(y1, y2 + 1) if year in years for qid in years[year].qids}

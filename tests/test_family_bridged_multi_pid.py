@@ -64,15 +64,6 @@ def test_each_hop_asks_about_the_single_previous_answer_at_the_same_year(chains,
         assert len({turn.question for turn in chain.turns}) == chain.length
 
 
-def test_bridged_is_deterministic(sample_facts):
-    templates = default_templates()
-    first = [c.chain_id for c in bridged_multi_pid.generate(sample_facts, templates, 7)]
-    again = [c.chain_id for c in bridged_multi_pid.generate(sample_facts, templates, 7)]
-    other = [c.chain_id for c in bridged_multi_pid.generate(sample_facts, templates, 8)]
-    assert first == again
-    assert first != other
-
-
 def test_the_bridge_is_joined_by_qid_not_by_label():
     facts = small_facts(
         [

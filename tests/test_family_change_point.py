@@ -61,15 +61,6 @@ def test_override_follows_implicit_turns_and_is_kept(chains, sample_facts):
         assert len({turn.question for turn in chain.turns}) == chain.length
 
 
-def test_change_point_is_deterministic(sample_facts):
-    templates = default_templates()
-    first = [c.chain_id for c in change_point.generate(sample_facts, templates, 7)]
-    again = [c.chain_id for c in change_point.generate(sample_facts, templates, 7)]
-    other = [c.chain_id for c in change_point.generate(sample_facts, templates, 8)]
-    assert first == again
-    assert first != other
-
-
 def test_exact_chains_on_a_small_country():
     facts = small_facts(
         {
