@@ -48,31 +48,10 @@ def test_yes_no_answers_are_the_truth_over_the_span(chains, sample_facts):
             assert any(first.asked_qid in gold.qids for gold in years.values())
 
 
-def test_spans_are_two_to_ten_years_within_the_window(chains):
+def test_the_question_names_the_asked_value(chains, sample_facts):
     for chain in chains:
         first = chain.turns[0]
-        assert 1950 <= first.scope_year < first.scope_end_year <= 2025
-        assert 2 <= first.scope_end_year - first.scope_year + 1 <= 10
-
-
-def test_questions_name_subject_value_and_years_and_the_second_turn_is_the_truth_at_y2(
-    chains, sample_facts
-):
-    for chain in chains:
-        first, second = chain.turns
-        name = sample_facts.subject_name(first.subject_qid)
-        assert name is not None and first.subject_label == name
-        assert (
-            name in first.question and sample_facts.labels[first.asked_qid].label in first.question
-        )
-        assert (
-            str(first.scope_year) in first.question and str(first.scope_end_year) in first.question
-        )
-        y2 = first.scope_end_year
-        assert second.scope_anchor == str(y2) and str(y2) in second.question
-        assert name not in second.question
-        assert second.gold_qids == sample_facts.year_golds(second.subject_qid, second.pid)[y2].qids
-        assert all(turn.question.endswith("?") for turn in chain.turns)
+        assert sample_facts.labels[first.asked_qid].label in first.question
 
 
 def test_yes_and_no_are_balanced(chains):
