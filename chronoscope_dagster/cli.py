@@ -1,6 +1,6 @@
 """The ``chronoscope`` command: the Dagster jobs for scripts and CI, run in process.
 
-chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--select SELECTION]
+chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--models FILE] [--select SELECTION]
 chronoscope sql [--home DIR] "QUERY"
 """
 
@@ -78,6 +78,26 @@ def _parser() -> argparse.ArgumentParser:
         help="build turns/chains from this chains JSON-lines file (the authors' "
         "merged_scope_benchmark.jsonl or an export) instead of the generated families",
     )
+    run.add_argument(
+        "--per-stratum",
+        type=int,
+        metavar="N",
+        help="chains per (family, length) stratum in the evaluation sample (default 2: minutes "
+        "for the embedded CPU model; the paper's scale is thousands)",
+    )
+    run.add_argument(
+        "--self-per-stratum",
+        type=int,
+        metavar="N",
+        help="of those, chains per stratum in the self-conditioned subset (default 1)",
+    )
+    run.add_argument(
+        "--models",
+        metavar="FILE",
+        help="model registry YAML (default: $CHRONOSCOPE_MODELS or the shipped registry: the "
+        "embedded CPU model and the oracle and present-day reference systems); a partition is "
+        "added for every new entry",
+    )
     run.set_defaults(handler=_run)
 
     sql = commands.add_parser(
@@ -119,6 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     checksums = _year_mapping(args.checksums, "--checksums")
     if args.import_chains and not Path(args.import_chains).expanduser().is_file():
         raise UsageError(f"--import-chains: no such file: {args.import_chains}")
+    models = _model_registry(args.models)
     for year, source in dumps.items():
         if "://" not in source and not Path(source).expanduser().exists():
             raise UsageError(f"--dump {year}: no such file or directory: {source}")
@@ -136,7 +157,8 @@ def _run(args: argparse.Namespace) -> int:
             dumps=dumps,
             checksums=checksums,
             workers=args.workers,
-            import_chains=args.import_chains,
+            op_config=_op_config(args),
+            models=models,
             echo=print,
         )
     except RunFailed as failure:
@@ -145,6 +167,40 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from error
     return 0
+
+
+def _op_config(args: argparse.Namespace) -> dict[str, dict[str, object]]:
+    config: dict[str, dict[str, object]] = {}
+    if args.import_chains:
+        config["chains_and_turns"] = {"import_jsonl": args.import_chains}
+    sample = {
+        key: value
+        for key, value in (
+            ("per_stratum", args.per_stratum),
+            ("self_conditioned_per_stratum", args.self_per_stratum),
+        )
+        if value is not None
+    }
+    if any(value < 0 for value in sample.values()) or sample.get("per_stratum") == 0:
+        raise UsageError("--per-stratum must be at least 1 and --self-per-stratum at least 0")
+    if sample:
+        config["eval_sample"] = sample
+    return config
+
+
+def _model_registry(path: str | None) -> str | None:
+    """The registry file, checked before any work starts; exported for Dagster's processes."""
+    from chronoscope_dagster.llm.registry import RegistryError, load_registry
+    from chronoscope_dagster.resources.models import REGISTRY_ENV, registry_path
+
+    if path:
+        path = str(Path(path).expanduser().resolve())
+        os.environ[REGISTRY_ENV] = path
+    try:
+        load_registry(registry_path(path or ""))
+    except RegistryError as error:
+        raise UsageError(str(error)) from error
+    return path
 
 
 def _ensure_dagster_home(warehouse: Warehouse) -> None:

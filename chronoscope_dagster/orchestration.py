@@ -9,15 +9,23 @@ failed run (a step error or a failed blocking check) stops everything.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import dagster as dg
 
 from chronoscope_dagster.definitions import build_definitions
-from chronoscope_dagster.resources import DumpSources
+from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.partitions import (
+    model_partitions,
+    model_setting_partitions,
+    snapshot_year_partitions,
+)
+from chronoscope_dagster.resources import DumpSources, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 
 INFO_LOGGING = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+ASSET_OF_OP = {"chains_and_turns": "turns"}
+"""Ops whose name is not their (first) asset's."""
 
 
 class RunFailed(RuntimeError):
@@ -31,14 +39,23 @@ def run_selection(
     dumps: dict[str, str] | None = None,
     checksums: dict[str, str] | None = None,
     workers: int = 0,
-    import_chains: str | None = None,
+    op_config: Mapping[str, Mapping[str, object]] | None = None,
+    models: str | None = None,
     instance: dg.DagsterInstance | None = None,
     echo: Callable[[str], None] = print,
 ) -> list[dg.ExecuteInProcessResult]:
+    registry = ModelRegistry(path=models or "")
     defs = build_definitions(
-        home, DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers)
+        home,
+        DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers),
+        models=registry,
     )
     instance = instance or dg.DagsterInstance.get()
+    model_names = [spec.name for spec in registry.specs()]
+    known = set(instance.get_dynamic_partitions(model_partitions.name))
+    if new := [name for name in model_names if name not in known]:
+        instance.add_dynamic_partitions(model_partitions.name, new)
+        echo(f"added model partitions: {', '.join(new)}")
     graph = defs.resolve_asset_graph()
     try:
         selected = dg.AssetSelection.from_string(selection).resolve(graph)
@@ -52,7 +69,7 @@ def run_selection(
         wanted |= {
             ancestor
             for ancestor in graph.get_ancestor_asset_keys(key)
-            if not _materialized(warehouse, graph, ancestor)
+            if not _materialized(warehouse, graph, ancestor, model_names)
         }
     for assets_def in defs.assets or ():
         if isinstance(assets_def, dg.AssetsDefinition) and assets_def.keys & wanted:
@@ -63,16 +80,19 @@ def run_selection(
         graph, (k for k in graph.toposorted_asset_keys if k in wanted)
     ):
         names = ", ".join(key.to_user_string() for key in keys)
-        partition_keys = partitions_def.get_partition_keys() if partitions_def else [None]
+        partition_keys = _partition_keys(partitions_def, model_names) if partitions_def else [None]
         for partition_key in partition_keys:
             label = f"{names} [{partition_key}]" if partition_key else names
             echo(f"==> {label}")
             started = time.perf_counter()
             run_config = dict(INFO_LOGGING)
-            if import_chains and dg.AssetKey("turns") in keys:
-                run_config["ops"] = {
-                    "chains_and_turns": {"config": {"import_jsonl": import_chains}}
-                }
+            ops = {
+                op: {"config": dict(config)}
+                for op, config in (op_config or {}).items()
+                if dg.AssetKey(ASSET_OF_OP.get(op, op)) in keys
+            }
+            if ops:
+                run_config["ops"] = ops
             result = job.execute_in_process(
                 asset_selection=keys,
                 partition_key=partition_key,
@@ -103,23 +123,35 @@ def run_selection(
     return results
 
 
-def _materialized(warehouse: Warehouse, graph, key: dg.AssetKey) -> bool:
+def _materialized(warehouse: Warehouse, graph, key: dg.AssetKey, models: list[str]) -> bool:
     node = graph.get(key)
     name = key.to_user_string()
     if node.partitions_def is None:
         return warehouse.has(name)
-    dimension = _dimension(node.partitions_def)
     return all(
-        warehouse.has(name, **{dimension: partition})
-        for partition in node.partitions_def.get_partition_keys()
+        warehouse.has(name, **_partition_fields(node.partitions_def, partition))
+        for partition in _partition_keys(node.partitions_def, models)
     )
 
 
-def _dimension(partitions_def: dg.PartitionsDefinition) -> str:
-    from chronoscope_dagster.partitions import snapshot_year_partitions
+def _partition_keys(partitions_def: dg.PartitionsDefinition, models: list[str]) -> list[str]:
+    """Every key of a partitions definition; the model dimension takes the registry's models,
+    in registry order."""
+    if partitions_def == model_setting_partitions:
+        return [
+            dg.MultiPartitionKey({"model": model, "setting": setting})
+            for model in models
+            for setting in SETTINGS
+        ]
+    return list(partitions_def.get_partition_keys())
 
+
+def _partition_fields(partitions_def: dg.PartitionsDefinition, key: str) -> dict[str, str]:
+    """The warehouse's partition folders (``name=value``) of a partition key."""
+    if isinstance(key, dg.MultiPartitionKey):
+        return dict(key.keys_by_dimension)
     if partitions_def == snapshot_year_partitions:
-        return "snapshot_year"
+        return {"snapshot_year": key}
     raise NotImplementedError(f"no warehouse layout for {partitions_def}")
 
 

@@ -226,9 +226,14 @@ def benchmark_stats(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.
 
 
 class SampleConfig(dg.Config):
-    per_stratum: int = Field(default=4, description="Chains per (family, length) stratum.")
+    """The default is small enough for the embedded CPU model to answer every setting in a few
+    minutes on 2 cores; raise it (`chronoscope run --per-stratum N`) for real models."""
+
+    per_stratum: int = Field(default=2, ge=1, description="Chains per (family, length) stratum.")
     self_conditioned_per_stratum: int = Field(
-        default=2, description="Of those, chains per stratum in the self-conditioned subset."
+        default=1,
+        ge=0,
+        description="Of those, chains per stratum in the self-conditioned subset.",
     )
     seed: int = Field(default=42)
 

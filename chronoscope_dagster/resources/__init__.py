@@ -2,6 +2,7 @@
 
 from chronoscope_dagster.resources.calendar import AnchorCalendar
 from chronoscope_dagster.resources.dumps import DumpSources
+from chronoscope_dagster.resources.models import ModelRegistry
 from chronoscope_dagster.resources.warehouse import WarehouseResource
 
-__all__ = ["AnchorCalendar", "DumpSources", "WarehouseResource"]
+__all__ = ["AnchorCalendar", "DumpSources", "ModelRegistry", "WarehouseResource"]

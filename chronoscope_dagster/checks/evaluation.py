@@ -1,0 +1,112 @@
+"""Checks of the evaluation stage: every scored turn has exactly one prediction."""
+
+import dagster as dg
+
+from chronoscope_dagster.assets.evaluation import sample_turns_sql
+from chronoscope_dagster.checks.partitions import sql_list
+from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
+
+
+def checked_model_partitions(
+    context: dg.AssetCheckExecutionContext, store: Warehouse
+) -> list[tuple[str, Setting]]:
+    """The (model, setting) partition the run materialized, else every materialized one."""
+    available = sorted((p["model"], Setting(p["setting"])) for p in store.partitions("predictions"))
+    tags = context.run.tags
+    wanted = (tags.get("dagster/partition/model"), tags.get("dagster/partition/setting"))
+    return [p for p in available if p == wanted] or available
+
+
+def _coverage(store: Warehouse, model: str, setting: Setting) -> dict[str, int]:
+    first = int(store.read_report("predictions", model=model, setting=setting)["first_scored_turn"])
+    needs_context = setting is Setting.SELF_CONDITIONED
+    path = parquet_source(store.data_path("predictions", model=model, setting=setting))
+    with store.connect() as connection:
+        row = connection.execute(
+            f"""WITH expected AS (
+                    SELECT chain_id, turn_index, turn_index >= {first} AS scored
+                    FROM ({sample_turns_sql(store, setting)})
+                    WHERE turn_index >= {first} OR {str(needs_context).lower()}),
+                got AS (SELECT * FROM {path}),
+                counted AS (
+                    SELECT chain_id, turn_index, count(*) AS n FROM got GROUP BY ALL)
+            SELECT
+                (SELECT count(*) FROM expected e ANTI JOIN got g USING (chain_id, turn_index)),
+                (SELECT count(*) FROM got g ANTI JOIN expected e USING (chain_id, turn_index)),
+                (SELECT coalesce(sum(n - 1), 0) FROM counted WHERE n > 1),
+                (SELECT count(*) FROM got g JOIN expected e USING (chain_id, turn_index)
+                 WHERE g.scored <> e.scored),
+                (SELECT count_if((prediction IS NULL) = (error IS NULL)
+                                 OR (prediction IS NOT NULL AND len(candidates) = 0)) FROM got),
+                (SELECT count_if(scored) FROM got),
+                (SELECT count_if(error IS NOT NULL) FROM got)"""
+        ).fetchone()
+    names = (
+        "missing",
+        "unexpected",
+        "duplicates",
+        "wrongly_scored",
+        "malformed",
+        "scored",
+        "errors",
+    )
+    return dict(zip(names, (int(v) for v in row), strict=True))
+
+
+@dg.asset_check(
+    asset="predictions",
+    blocking=True,
+    description="Exactly one prediction per scored (chain, turn) of the evaluation sample and "
+    "setting (self-conditioned: per turn, context turns included); each row holds either an "
+    "answer or the backend's error, never an empty stand-in.",
+)
+def predictions_one_per_turn(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    partitions = checked_model_partitions(context, store)
+    report = {f"{m}/{s}": _coverage(store, m, s) for m, s in partitions}
+    bad = {
+        key: counts
+        for key, counts in report.items()
+        if any(
+            counts[k]
+            for k in ("missing", "unexpected", "duplicates", "wrongly_scored", "malformed")
+        )
+    }
+    return dg.AssetCheckResult(
+        passed=bool(report) and not bad,
+        metadata={
+            "partitions": sql_list(report),
+            "scored_predictions": sum(c["scored"] for c in report.values()),
+            "problems": dg.MetadataValue.json(bad),
+        },
+    )
+
+
+@dg.asset_check(
+    asset="predictions",
+    blocking=False,
+    description="No backend errors (errors are counted rows, never empty answers; rerun the "
+    "partition to retry them, cached answers cost nothing).",
+)
+def predictions_without_errors(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    errors: dict[str, int] = {}
+    for model, setting in checked_model_partitions(context, store):
+        path = parquet_source(store.data_path("predictions", model=model, setting=setting))
+        with store.connect() as connection:
+            for kind, count in connection.execute(
+                f"""SELECT split_part(error, ':', 1), count(*) FROM {path}
+                    WHERE error IS NOT NULL GROUP BY 1 ORDER BY 1"""
+            ).fetchall():
+                errors[f"{model}/{setting}/{kind}"] = count
+    return dg.AssetCheckResult(
+        passed=not errors,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"errors": sum(errors.values()), "by_kind": dg.MetadataValue.json(errors)},
+    )

@@ -1,0 +1,1 @@
+"""Evaluation: prompting models under the three context settings, matching, metrics."""

@@ -1,0 +1,1 @@
+"""Chat models: one interface, many backends, a response cache, the model registry."""

@@ -1,0 +1,148 @@
+"""The model registry: a YAML file of models, each a partition of the evaluation assets.
+
+An entry names its backend and model and may set decoding parameters and backend options;
+anything unknown or invalid is an error that names the entry and the field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pydantic
+import yaml
+
+from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.llm.base import BackendOptions, ChatBackend, Decoding
+
+DEFAULT_REGISTRY = DATA_DIR / "models.yaml"
+
+BACKENDS = {
+    "local": "chronoscope_dagster.llm.local:LocalBackend",
+    "vllm": "chronoscope_dagster.llm.vllm:VLLMBackend",
+    "openai_compatible": "chronoscope_dagster.llm.remote:OpenAICompatibleBackend",
+    "openai": "chronoscope_dagster.llm.remote:OpenAIBackend",
+    "gemini": "chronoscope_dagster.llm.remote:GeminiBackend",
+    "oracle": "chronoscope_dagster.llm.reference:OracleSystem",
+    "present_day": "chronoscope_dagster.llm.reference:PresentDaySystem",
+}
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+class RegistryError(ValueError):
+    """The registry file or one of its entries is invalid; the message says where."""
+
+
+class _Entry(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    name: str
+    backend: str
+    model: str = ""
+    max_new_tokens: int = pydantic.Field(default=24, ge=1, le=4096)
+    temperature: float = pydantic.Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float = pydantic.Field(default=1.0, gt=0.0, le=1.0)
+    k: int = pydantic.Field(default=1, ge=1, le=20)
+    seed: int = 0
+    description: str = ""
+    options: dict[str, Any] = pydantic.Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    backend: str
+    model: str
+    decoding: Decoding
+    options: BackendOptions
+    description: str = ""
+
+    def build(self) -> ChatBackend:
+        """The backend object; heavy packages are imported here, not when the registry loads."""
+        return backend_class(self.backend)(self)
+
+
+def backend_class(backend: str) -> Any:
+    module, _, name = BACKENDS[backend].partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_registry(path: str | Path | None = None) -> list[ModelSpec]:
+    path = Path(path) if path else DEFAULT_REGISTRY
+    try:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise RegistryError(f"model registry {path} does not exist") from error
+    except yaml.YAMLError as error:
+        raise RegistryError(f"model registry {path} is not valid YAML: {error}") from error
+    if not isinstance(document, dict) or not isinstance(document.get("models"), list):
+        raise RegistryError(f"model registry {path} must be a mapping with a list `models`")
+    return parse_entries(document["models"], source=str(path))
+
+
+def parse_entries(entries: Iterable[Any], source: str = "registry") -> list[ModelSpec]:
+    specs: list[ModelSpec] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(entries, start=1):
+        where = f"{source}: model #{position}"
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            where += f" ({raw['name']})"
+        spec = parse_entry(raw, where)
+        if spec.name in seen:
+            raise RegistryError(f"{where}: field `name`: {spec.name!r} is used twice")
+        seen.add(spec.name)
+        specs.append(spec)
+    return specs
+
+
+def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{where}: an entry must be a mapping, got {type(raw).__name__}")
+    try:
+        entry = _Entry.model_validate(raw)
+    except pydantic.ValidationError as error:
+        raise RegistryError(f"{where}: {_describe(error)}") from None
+    if not MODEL_NAME.match(entry.name):
+        raise RegistryError(
+            f"{where}: field `name`: {entry.name!r} must be 1-64 letters, digits, '.', '_' or "
+            "'-' (it becomes a partition key)"
+        )
+    if entry.backend not in BACKENDS:
+        raise RegistryError(
+            f"{where}: field `backend`: {entry.backend!r} is not one of {', '.join(BACKENDS)}"
+        )
+    cls = backend_class(entry.backend)
+    if getattr(cls, "needs_model", True) and not entry.model:
+        raise RegistryError(f"{where}: field `model` is required for backend {entry.backend}")
+    try:
+        options = cls.Options.model_validate(entry.options)
+    except pydantic.ValidationError as error:
+        raise RegistryError(f"{where}: {_describe(error, prefix='options.')}") from None
+    decoding = Decoding(
+        max_new_tokens=entry.max_new_tokens,
+        temperature=entry.temperature,
+        top_p=entry.top_p,
+        k=entry.k,
+        seed=entry.seed,
+    )
+    return ModelSpec(
+        name=entry.name,
+        backend=entry.backend,
+        model=entry.model,
+        decoding=decoding,
+        options=options,
+        description=entry.description,
+    )
+
+
+def _describe(error: pydantic.ValidationError, prefix: str = "") -> str:
+    problems = []
+    for item in error.errors():
+        field = prefix + ".".join(str(part) for part in item["loc"])
+        message = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
+        problems.append(f"field `{field}`: {message}")
+    return "; ".join(problems)
