@@ -3,7 +3,7 @@
 import dagster as dg
 
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from chronoscope_dagster.partitions import model_partitions, model_setting_partitions
+from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.resources import ModelRegistry
 
 EVALUATION = dg.AssetSelection.assets("predictions")
@@ -25,7 +25,6 @@ ci_checks_job = dg.define_asset_job(
 evaluation_job = dg.define_asset_job(
     "evaluate_model",
     selection=EVALUATION,
-    partitions_def=model_setting_partitions,
     description="Evaluate one (model, setting) partition; the model_registry sensor and "
     "backfills of a new model run this.",
 )

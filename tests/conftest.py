@@ -7,6 +7,8 @@ import pytest
 
 SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 REAL_DATA = SHARED / "wikidata-real"
+TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
+REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -21,14 +23,18 @@ def real_data() -> Path:
 
 @pytest.fixture(scope="session")
 def sample_home(tmp_path_factory):
-    """A home with every asset materialized from the embedded sample, and the run results."""
+    """A home with every asset materialized from the embedded sample (the embedded model with
+    short answers and the reference systems as models), and the run results."""
     import dagster as dg
 
     from chronoscope_dagster.orchestration import run_selection
 
     home = tmp_path_factory.mktemp("sample-home")
     results = run_selection(
-        home=str(home), instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None
+        home=str(home),
+        models=str(TEST_MODELS),
+        instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
     )
     return home, results
 

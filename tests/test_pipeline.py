@@ -8,14 +8,17 @@ import pytest
 
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.definitions import build_definitions
+from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
+from tests.conftest import REFERENCE_MODELS
 
 
 def test_every_run_and_check_passes(sample_home):
     _, results = sample_home
-    # per year: ingest and truth; present_day; per year: the families; then the merged benchmark
-    assert len(results) == 2 * len(SNAPSHOT_YEARS) + 2
+    # per year: ingest and truth; present_day; per year: the families; the merged benchmark;
+    # then one run per (model, setting)
+    assert len(results) == 2 * len(SNAPSHOT_YEARS) + 2 + 3 * 3
     assert all(result.success for result in results)
     evaluations = [e for result in results for e in result.get_asset_check_evaluations()]
     checks = {key.name for key in build_definitions().resolve_asset_graph().asset_check_keys}
@@ -50,7 +53,12 @@ def test_views_reflect_the_snapshots(sample_home):
 
 def test_rematerializing_gives_identical_files(sample_home, tmp_path):
     home, _ = sample_home
-    run_selection(home=str(tmp_path), instance=dg.DagsterInstance.ephemeral(), echo=lambda _: None)
+    run_selection(
+        home=str(tmp_path),
+        models=str(REFERENCE_MODELS),
+        instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
+    )
     first, second = Warehouse(home), Warehouse(tmp_path)
     for asset in ("claims", "labels", "fact_intervals", "truth"):
         for year in SNAPSHOT_YEARS:
@@ -58,9 +66,14 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
                 first.data_path(asset, snapshot_year=year).read_bytes()
                 == second.data_path(asset, snapshot_year=year).read_bytes()
             ), f"{asset} {year} differs between two runs"
-    assert (
-        first.data_path("present_day").read_bytes() == second.data_path("present_day").read_bytes()
-    )
+    for asset in ("present_day", "turns", "chains", "eval_sample"):
+        assert first.data_path(asset).read_bytes() == second.data_path(asset).read_bytes(), asset
+    for model in ("oracle", "present_day"):
+        for setting in SETTINGS:
+            assert (
+                first.data_path("predictions", model=model, setting=setting).read_bytes()
+                == second.data_path("predictions", model=model, setting=setting).read_bytes()
+            ), f"predictions {model}/{setting} differ between two runs"
 
 
 def test_ci_check_job_fails_on_a_corrupted_input(sample_home, tmp_path):

@@ -122,6 +122,20 @@ def test_a_prompt_too_long_fails_alone(backend: Any, answers: list) -> None:
 
 
 @pytest.mark.vllm
+def test_a_model_without_chat_template_gets_the_plain_layout(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = backend._engine().get_tokenizer()
+    monkeypatch.setattr(tokenizer, "chat_template", None)
+    request = ChatRequest(messages=(("system", SYSTEM), ("user", QUESTIONS[1])))
+    plain = f"{SYSTEM}\nUser: {QUESTIONS[1]}\nAssistant:"
+    (completion,) = backend.complete([request], GREEDY)
+    assert completion.error is None
+    assert completion.text
+    assert completion.prompt_tokens == len(tokenizer.encode(plain, add_special_tokens=False))
+
+
+@pytest.mark.vllm
 def test_identity_and_the_embedded_name(backend: Any, converted: Path) -> None:
     identity = backend.identity()
     assert identity["backend"] == "vllm"

@@ -8,7 +8,8 @@ already be in the local cache.
 
 Decoding:
 
-* greedy, k = 1: ``llm.chat`` with temperature 0;
+* greedy, k = 1: ``llm.chat`` with temperature 0 (``llm.generate`` on the reference's
+  plain-text layout for a model without a chat template);
 * greedy, k > 1: beam search with k beams, candidates best first, as the reference's
   ``num_beams = k, num_return_sequences = k``. ``LLM.beam_search`` takes token prompts only, so
   the conversation is rendered with the model's chat template first. Its top beam need not be
@@ -241,7 +242,7 @@ class VLLMBackend:
 
 
 def _chat(llm: Any, batch: Sequence[ChatRequest], decoding: Decoding) -> list[_Result]:
-    from vllm import SamplingParams
+    from vllm import SamplingParams, TokensPrompt
 
     if decoding.temperature == 0.0:
         params = SamplingParams(n=decoding.k, temperature=0.0, max_tokens=decoding.max_new_tokens)
@@ -253,7 +254,12 @@ def _chat(llm: Any, batch: Sequence[ChatRequest], decoding: Decoding) -> list[_R
             seed=decoding.seed,
             max_tokens=decoding.max_new_tokens,
         )
-    outputs = llm.chat([request.as_openai() for request in batch], params, use_tqdm=False)
+    tokenizer = llm.get_tokenizer()
+    if getattr(tokenizer, "chat_template", None):
+        outputs = llm.chat([request.as_openai() for request in batch], params, use_tqdm=False)
+    else:
+        prompts = [TokensPrompt(prompt_token_ids=_prompt_ids(tokenizer, r)) for r in batch]
+        outputs = llm.generate(prompts, params, use_tqdm=False)
     return [
         (
             tuple(choice.text.strip() for choice in output.outputs),
@@ -269,9 +275,7 @@ def _beam_search(llm: Any, batch: Sequence[ChatRequest], decoding: Decoding) -> 
     from vllm.sampling_params import BeamSearchParams
 
     tokenizer = llm.get_tokenizer()
-    prompts = [
-        TokensPrompt(prompt_token_ids=_chat_token_ids(tokenizer, request)) for request in batch
-    ]
+    prompts = [TokensPrompt(prompt_token_ids=_prompt_ids(tokenizer, request)) for request in batch]
     params = BeamSearchParams(beam_width=decoding.k, max_tokens=decoding.max_new_tokens)
     outputs = llm.beam_search(prompts, params)
     results: list[_Result] = []
@@ -288,13 +292,24 @@ def _beam_search(llm: Any, batch: Sequence[ChatRequest], decoding: Decoding) -> 
     return results
 
 
-def _chat_token_ids(tokenizer: Any, request: ChatRequest) -> list[int]:
-    """The prompt ``llm.chat`` would build: the chat template rendered to text, then tokenized
-    without extra special tokens (the template writes them)."""
-    text = tokenizer.apply_chat_template(
-        request.as_openai(), tokenize=False, add_generation_prompt=True
-    )
-    return list(tokenizer.encode(text, add_special_tokens=False))
+def _prompt_ids(tokenizer: Any, request: ChatRequest) -> list[int]:
+    """The prompt ``llm.chat`` builds, tokenized without extra special tokens (the template
+    writes them)."""
+    return list(tokenizer.encode(_render(tokenizer, request), add_special_tokens=False))
+
+
+def _render(tokenizer: Any, request: ChatRequest) -> str:
+    """The model's chat template, or where it has none the reference's plain-text layout (as
+    the local backend does; ``llm.chat`` would refuse)."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            request.as_openai(), tokenize=False, add_generation_prompt=True
+        )
+    lines = [
+        content if role == "system" else f"{role.capitalize()}: {content}"
+        for role, content in request.messages
+    ]
+    return "\n".join([*lines, "Assistant:"])
 
 
 def _vllm_version() -> str | None:

@@ -1,0 +1,159 @@
+"""Predictions through Dagster: partitions per (model, setting), checks, cache, sensor, CLI."""
+
+from __future__ import annotations
+
+import shutil
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from chronoscope_dagster.automation import model_registry_sensor
+from chronoscope_dagster.cli import main
+from chronoscope_dagster.definitions import build_definitions
+from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.llm.registry import RegistryError
+from chronoscope_dagster.orchestration import run_selection
+from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.warehouse import Warehouse
+from tests.conftest import TEST_MODELS
+
+
+def test_every_model_and_setting_has_its_predictions(sample_home):
+    home, _ = sample_home
+    store = Warehouse(home)
+    assert sorted((p["model"], p["setting"]) for p in store.partitions("predictions")) == sorted(
+        (m, s) for m in ("local", "oracle", "present_day") for s in SETTINGS
+    )
+    rows = store.query(
+        """SELECT p.model, p.setting, count(*) AS n, count_if(p.scored) AS scored,
+                  count_if(p.prediction = t.answer) AS gold,
+                  count_if(p.prediction = coalesce(t.present_labels[1], 'I don''t know')) AS present,
+                  count_if(p.error IS NOT NULL) AS errors,
+                  count_if(p.completion_tokens > 8) AS too_long
+           FROM predictions p JOIN turns t USING (chain_id, turn_index)
+           GROUP BY ALL"""
+    ).to_pylist()
+    by_key = {(r["model"], r["setting"]): r for r in rows}
+    sample = store.query(
+        """SELECT count(*) AS chains, sum(t.chain_length - 1) AS scored,
+                  sum(t.chain_length) FILTER (WHERE s.in_self_conditioned) AS self_turns
+           FROM eval_sample s JOIN turns t ON t.chain_id = s.chain_id AND t.turn_index = 0"""
+    ).to_pylist()[0]
+    for model in ("local", "oracle", "present_day"):
+        assert by_key[(model, "gold_context")]["n"] == sample["scored"]
+        assert by_key[(model, "questions_only")]["n"] == sample["scored"]
+        assert by_key[(model, "self_conditioned")]["n"] == sample["self_turns"]
+        for setting in SETTINGS:
+            assert by_key[(model, setting)]["errors"] == 0
+    for setting in SETTINGS:
+        oracle, present = by_key[("oracle", setting)], by_key[("present_day", setting)]
+        assert oracle["gold"] == oracle["n"]
+        assert present["present"] == present["n"]
+        assert by_key[("local", setting)]["too_long"] == 0, "max_new_tokens of the registry"
+    local = store.query(
+        "SELECT count(DISTINCT prediction) AS answers FROM predictions WHERE model = 'local'"
+    ).to_pylist()[0]
+    assert local["answers"] > 10, "the embedded model answers, and not with one constant"
+
+
+def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
+    home, _ = sample_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy)
+    results = run_selection(
+        home=str(copy),
+        selection="predictions",
+        models=str(TEST_MODELS),
+        instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
+    )
+    assert len(results) == 9 and all(r.success for r in results)
+    for result in results:
+        [event] = result.get_asset_materialization_events()
+        metadata = event.materialization.metadata
+        assert metadata["backend_calls"].value == 0
+        assert metadata["cache_misses"].value in (0, metadata["dagster/row_count"].value)
+    for model in ("local", "oracle", "present_day"):
+        for setting in SETTINGS:
+            original = Warehouse(home).data_path("predictions", model=model, setting=setting)
+            again = Warehouse(copy).data_path("predictions", model=model, setting=setting)
+            assert original.read_bytes() == again.read_bytes(), f"{model}/{setting}"
+
+
+def test_the_ci_job_fails_on_a_missing_prediction(sample_home, tmp_path):
+    home, _ = sample_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy)
+    path = Warehouse(copy).data_path("predictions", model="local", setting="gold_context")
+    table = pq.read_table(path)
+    pq.write_table(table.slice(1), path)
+    result = (
+        build_definitions(str(copy))
+        .resolve_job_def("ci_checks")
+        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    )
+    assert not result.success
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert failed == {"predictions_one_per_turn"}
+
+
+def test_an_error_row_fails_only_the_warning_check(sample_home, tmp_path):
+    home, _ = sample_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy)
+    path = Warehouse(copy).data_path("predictions", model="oracle", setting="questions_only")
+    rows = pq.read_table(path).to_pylist()
+    rows[0].update(prediction=None, candidates=[], error="http_503: overloaded")
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    result = (
+        build_definitions(str(copy))
+        .resolve_job_def("ci_checks")
+        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    )
+    assert result.success, "a backend error is a warning: the rows are counted, not missing"
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not evaluations["predictions_without_errors"].passed
+    assert evaluations["predictions_without_errors"].metadata["errors"].value == 1
+    assert evaluations["predictions_one_per_turn"].passed
+
+
+def test_the_sensor_adds_new_registry_entries_and_requests_their_runs(tmp_path):
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  - {name: oracle, backend: oracle}\n")
+    instance = dg.DagsterInstance.ephemeral()
+
+    def evaluate():
+        context = dg.build_sensor_context(
+            instance=instance, resources={"models": ModelRegistry(path=str(registry))}
+        )
+        return model_registry_sensor(context)
+
+    first = evaluate()
+    assert isinstance(first, dg.SensorResult)
+    [add] = first.dynamic_partitions_requests
+    assert (add.partitions_def_name, list(add.partition_keys)) == ("model", ["oracle"])
+    assert sorted(r.partition_key for r in first.run_requests) == sorted(
+        dg.MultiPartitionKey({"model": "oracle", "setting": s}) for s in SETTINGS
+    )
+    instance.add_dynamic_partitions("model", ["oracle"])
+    assert isinstance(evaluate(), dg.SkipReason)
+    registry.write_text(
+        "models:\n  - {name: oracle, backend: oracle}\n  - {name: today, backend: present_day}\n"
+    )
+    second = evaluate()
+    assert [list(r.partition_keys) for r in second.dynamic_partitions_requests] == [["today"]]
+    assert {r.partition_key.keys_by_dimension["model"] for r in second.run_requests} == {"today"}
+    registry.write_text("models:\n  - {name: broken, backend: oracle, tempreature: 1}\n")
+    with pytest.raises(RegistryError, match="field `tempreature`: unknown field"):
+        evaluate()
+
+
+def test_run_refuses_an_invalid_registry_before_any_work(tmp_path, capsys):
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  - {name: m, backend: local, model: x, options: {threads: 0}}\n")
+    assert main(["run", "--home", str(tmp_path / "h"), "--models", str(registry)]) == 2
+    error = capsys.readouterr().err
+    assert "model #1 (m): field `options.threads`" in error
+    assert not (tmp_path / "h" / "claims").exists()
