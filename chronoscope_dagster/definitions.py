@@ -5,7 +5,7 @@ import warnings
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets import chains, evaluation, ingest, truth
+from chronoscope_dagster.assets import chains, evaluation, ingest, probe, truth
 from chronoscope_dagster.automation import (
     ci_checks_job,
     evaluation_job,
@@ -36,9 +36,9 @@ def build_definitions(
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, truth, chains, evaluation]),
+        assets=dg.load_assets_from_modules([ingest, truth, chains, evaluation, probe]),
         asset_checks=dg.load_asset_checks_from_modules(
-            [ingest_checks, truth_checks, chains_checks, evaluation_checks]
+            [ingest_checks, truth_checks, chains_checks, evaluation_checks, probe]
         ),
         jobs=[main_job, ci_checks_job, evaluation_job],
         sensors=[model_registry_sensor],

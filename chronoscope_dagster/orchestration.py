@@ -143,6 +143,8 @@ def _partition_keys(partitions_def: dg.PartitionsDefinition, models: list[str]) 
             for model in models
             for setting in SETTINGS
         ]
+    if partitions_def == model_partitions:
+        return list(models)
     return list(partitions_def.get_partition_keys())
 
 
@@ -152,6 +154,8 @@ def _partition_fields(partitions_def: dg.PartitionsDefinition, key: str) -> dict
         return dict(key.keys_by_dimension)
     if partitions_def == snapshot_year_partitions:
         return {"snapshot_year": key}
+    if partitions_def == model_partitions:
+        return {"model": key}
     raise NotImplementedError(f"no warehouse layout for {partitions_def}")
 
 

@@ -47,8 +47,8 @@ VIEW_ASSETS = (
     "predictions",
     "metrics",
     "leaderboard",
-    "probe_items",
-    "probe_results",
+    "probe_corpus",
+    "probe_runs",
 )
 
 

@@ -33,6 +33,7 @@ def sample_home(tmp_path_factory):
     results = run_selection(
         home=str(home),
         models=str(TEST_MODELS),
+        op_config={"probe_runs": {"items_per_type": 1}},
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )

@@ -22,6 +22,12 @@ EXPECTED_ASSETS = {
     "eval_sample": (["chains"], "chains", None),
     "benchmark_jsonl": (["turns"], "chains", None),
     "predictions": (["eval_sample", "turns"], "evaluation", "model x setting"),
+    "metrics": (["predictions"], "evaluation", "model x setting"),
+    "leaderboard": (["metrics"], "evaluation", None),
+    "report": (["leaderboard"], "evaluation", None),
+    "probe_corpus": ([], "probe", None),
+    "probe_runs": (["probe_corpus"], "probe", "model"),
+    "probe_report": (["probe_runs"], "probe", None),
 }
 EXPECTED_CHECKS = {
     ("claims", "claims_reconcile"),
@@ -41,6 +47,9 @@ EXPECTED_CHECKS = {
     ("chains", "chains_deterministic"),
     ("predictions", "predictions_one_per_turn"),
     ("predictions", "predictions_without_errors"),
+    ("metrics", "metrics_reference_systems_behave"),
+    ("metrics", "metrics_in_range_and_consistent"),
+    ("probe_corpus", "probe_corpus_valid"),
 }
 NON_BLOCKING_CHECKS = {"predictions_without_errors"}
 
@@ -48,6 +57,8 @@ NON_BLOCKING_CHECKS = {"predictions_without_errors"}
 def _partitions_name(partitions: dg.PartitionsDefinition | None) -> str | None:
     if isinstance(partitions, dg.MultiPartitionsDefinition):
         return " x ".join(partitions.partition_dimension_names)
+    if isinstance(partitions, dg.DynamicPartitionsDefinition):
+        return partitions.name
     if partitions is not None and partitions.get_partition_keys() == [
         "2022",
         "2023",

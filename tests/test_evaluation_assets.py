@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import dagster as dg
@@ -14,10 +15,10 @@ from chronoscope_dagster.cli import main
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import RegistryError
-from chronoscope_dagster.orchestration import run_selection
+from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.resources import ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import TEST_MODELS
+from tests.conftest import REFERENCE_MODELS, TEST_MODELS
 
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
@@ -157,3 +158,51 @@ def test_run_refuses_an_invalid_registry_before_any_work(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "model #1 (m): field `options.threads`" in error
     assert not (tmp_path / "h" / "claims").exists()
+
+
+def test_metrics_leaderboard_and_report(sample_home):
+    home, _ = sample_home
+    store = Warehouse(home)
+    overall = {
+        (r["model"], r["setting"], r["metric"]): r
+        for r in store.query("SELECT * FROM metrics WHERE stratum = 'overall'").to_pylist()
+    }
+    for setting in SETTINGS:
+        assert overall[("oracle", setting, "acc_at1")]["value"] == 1.0
+        assert overall[("oracle", setting, "final_turn_acc_at1")]["value"] == 1.0
+        assert overall[("present_day", setting, "drift_rate_given_present_at1")]["value"] == 1.0
+        local = overall[("local", setting, "acc_at1")]
+        assert local["ci_low"] <= local["value"] <= local["ci_high"]
+    board = store.query("SELECT * FROM leaderboard ORDER BY model, setting").to_pylist()
+    assert [(r["model"], r["setting"]) for r in board] == sorted(
+        (m, s) for m in ("local", "oracle", "present_day") for s in SETTINGS
+    )
+    out = home / "report"
+    markdown = (out / "report.md").read_text()
+    assert "| oracle | 1.000 |" in markdown
+    for name in ("final_by_length", "drift_by_followup", "accuracy_by_family", "models_with_ci"):
+        assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+        assert f"{name}.png" in markdown
+        assert f'src="{name}.png"' in (out / "report.html").read_text()
+    results = json.loads((out / "results" / "oracle.json").read_text())
+    assert set(results["results"]) == {"gold", "questions_only", "self"}
+    assert results["results"]["gold"]["overall"]["acc_at1"] == 1.0
+    assert all(isinstance(k, str) for k in results["results"]["gold"]["by_length"])
+
+
+def test_a_wrong_oracle_answer_fails_the_run(sample_home, tmp_path):
+    home, _ = sample_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy)
+    path = Warehouse(copy).data_path("predictions", model="oracle", setting="gold_context")
+    rows = pq.read_table(path).to_pylist()
+    rows[0].update(prediction="Nobody", candidates=["Nobody"])
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    with pytest.raises(RunFailed, match="metrics_reference_systems_behave"):
+        run_selection(
+            home=str(copy),
+            selection="metrics",
+            models=str(REFERENCE_MODELS),
+            instance=dg.DagsterInstance.ephemeral(),
+            echo=lambda _: None,
+        )

@@ -1,9 +1,15 @@
-"""Evaluation: model predictions per (model, setting) partition."""
+"""Evaluation: predictions and metrics per (model, setting), then the leaderboard and report."""
 
+import json
+import shutil
 import time
 from collections import Counter
+from typing import Literal
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from chronoscope_dagster.assets.metadata import markdown_table
@@ -12,7 +18,17 @@ from chronoscope_dagster.evaluation.inference import (
     predict,
     predictions_table,
 )
-from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.evaluation.matching import score_turns
+from chronoscope_dagster.evaluation.metrics import compute_metrics, reference_results_json
+from chronoscope_dagster.evaluation.prompts import SETTINGS, Setting
+from chronoscope_dagster.evaluation.report import (
+    HEADLINE,
+    leaderboard_table,
+    markdown_tables,
+    render_html,
+    render_markdown,
+    write_plots,
+)
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
@@ -145,6 +161,205 @@ def predictions(
                         for p in result[:5]
                     ],
                 )
+            ),
+        }
+    )
+
+
+class MetricsConfig(dg.Config):
+    match_mode: Literal["relaxed", "exact", "reference"] = Field(
+        default="relaxed",
+        description="relaxed: gold set and aliases on whole-token boundaries; exact: normalised "
+        "equality; reference: the authors' matcher, quirks included, for published numbers.",
+    )
+    bootstrap: int = Field(default=1000, ge=0, description="Bootstrap resamples of chains.")
+    seed: int = Field(default=0, description="Seed of the bootstrap.")
+
+
+def scored_turns_sql(store: Warehouse, model: str, setting: str) -> str:
+    """Scored predictions beside their turns, in the columns matching and metrics read."""
+    first = int(store.read_report("predictions", model=model, setting=setting)["first_scored_turn"])
+    predictions_path = store.data_path("predictions", model=model, setting=setting)
+    return f"""
+        SELECT p.chain_id, t.family, t.chain_length, p.turn_index,
+               p.turn_index - {first} + 1 AS followup_pos,
+               p.turn_index = t.chain_length - 1 AS is_final,
+               p.prediction, p.candidates, t.answer, t.gold_labels, t.gold_aliases,
+               t.present_labels, t.drift_eligible,
+               len(t.present_labels) > 0 AS present_available,
+               p.error IS NOT NULL AS error
+        FROM {parquet_source(predictions_path)} p
+        JOIN {parquet_source(store.data_path("turns"))} t USING (chain_id, turn_index)
+        WHERE p.scored
+        ORDER BY p.chain_id, p.turn_index"""
+
+
+def scored_turns(store: Warehouse, model: str, setting: str, mode: str) -> pa.Table:
+    with store.connect() as connection:
+        table = connection.sql(scored_turns_sql(store, model, setting)).to_arrow_table()
+    return score_turns(table, mode)
+
+
+@dg.asset(
+    partitions_def=model_setting_partitions,
+    deps=["predictions"],
+    group_name="evaluation",
+    kinds={"python", "parquet"},
+    owners=["team:chronoscope"],
+    description="Metrics of one (model, setting), long: stratum (overall, family=, length=, "
+    "followup_pos=), metric (the reference evaluator's names: acc_at1, final_turn_acc_at1, "
+    "strict_chain_acc_at1, drift_rate_given_present_at1, ...), value and a 95% bootstrap "
+    "interval resampling chains.",
+)
+def metrics(
+    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    keys = context.partition_key.keys_by_dimension
+    model, setting = keys["model"], keys["setting"]
+    store = warehouse.warehouse
+    started = time.perf_counter()
+    scored = scored_turns(store, model, setting, config.match_mode)
+    table = compute_metrics(scored, bootstrap=config.bootstrap, seed=config.seed)
+    table = table.add_column(0, "setting", pa.array([setting] * table.num_rows, pa.string()))
+    table = table.add_column(0, "model", pa.array([model] * table.num_rows, pa.string()))
+    store.write_table("metrics", table, model=model, setting=setting)
+    store.write_report(
+        "metrics",
+        {"match_mode": config.match_mode, "bootstrap": config.bootstrap, "seed": config.seed},
+        model=model,
+        setting=setting,
+    )
+    overall = {
+        row["metric"]: row
+        for row in table.to_pylist()
+        if row["stratum"] == "overall" and row["metric"] in HEADLINE
+    }
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": table.num_rows,
+            "scored_turns": scored.num_rows,
+            "match_mode": config.match_mode,
+            "seconds": round(time.perf_counter() - started, 2),
+            **{
+                label: float(overall[metric]["value"])
+                for metric, label in HEADLINE.items()
+                if metric in overall and overall[metric]["value"] is not None
+            },
+            "headline": dg.MetadataValue.md(
+                markdown_table(
+                    ["metric", "value", "95% CI", "denominator"],
+                    [
+                        (
+                            label,
+                            f"{overall[m]['value']:.3f}",
+                            f"[{overall[m]['ci_low']:.3f}, {overall[m]['ci_high']:.3f}]",
+                            overall[m]["denominator"],
+                        )
+                        for m, label in HEADLINE.items()
+                        if m in overall and overall[m]["value"] is not None
+                    ],
+                )
+            ),
+        }
+    )
+
+
+def all_metrics(store: Warehouse) -> pa.Table:
+    with store.connect() as connection:
+        return connection.sql(
+            f"SELECT * FROM ({store.view_sql('metrics')}) ORDER BY model, setting"
+        ).to_arrow_table()
+
+
+@dg.asset(
+    deps=["metrics"],
+    group_name="evaluation",
+    kinds={"duckdb", "parquet"},
+    owners=["team:chronoscope"],
+    pool="duckdb_writer",
+    description="Every model partition side by side: one row per (model, setting) with "
+    "Acc@1, Final@1, Chain@1 and Drift@1 and their intervals; the paper's Tables 3, 4, 8 and "
+    "9 as Markdown in the metadata.",
+)
+def leaderboard(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    if not store.partitions("metrics"):
+        raise dg.Failure("no metrics partition is materialized yet")
+    every = all_metrics(store)
+    table = leaderboard_table(every)
+    store.write_table("leaderboard", table)
+    warehouse.refresh_views(duckdb)
+    tables = markdown_tables(every)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": table.num_rows,
+            "models": sorted(set(table.column("model").to_pylist())),
+            **{name: dg.MetadataValue.md(text) for name, text in tables.items()},
+        }
+    )
+
+
+@dg.asset(
+    deps=["leaderboard"],
+    group_name="evaluation",
+    kinds={"html", "markdown"},
+    owners=["team:chronoscope"],
+    description="The evaluation report (Markdown and HTML with PNG plots: Final@1 by chain "
+    "length, drift by follow-up depth, accuracy by family, models with intervals) in "
+    "<home>/report/, and a results JSON per model in the reference evaluator's structure.",
+)
+def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    every = all_metrics(store)
+    out = store.home / "report"
+    staging = store.home / ".report.tmp"
+    shutil.rmtree(staging, ignore_errors=True)
+    plots = write_plots(every, staging)
+    models = sorted(set(every.column("model").to_pylist()))
+    modes = {store.read_report("metrics", **p)["match_mode"] for p in store.partitions("metrics")}
+    sample = store.query(
+        "SELECT count(*) AS chains, count_if(in_self_conditioned) AS self FROM eval_sample"
+    ).to_pylist()[0]
+    provenance = {
+        "models": ", ".join(models),
+        "match mode": ", ".join(sorted(modes)),
+        "evaluation sample": f"{sample['chains']} chains ({sample['self']} self-conditioned)",
+    }
+    markdown = render_markdown(every, plots, provenance)
+    (staging / "report.md").write_text(markdown, encoding="utf-8")
+    (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")
+    results = staging / "results"
+    results.mkdir()
+    for model in models:
+        by_setting = {
+            setting: every.filter(
+                pc.and_(pc.equal(every["model"], model), pc.equal(every["setting"], setting))
+            )
+            for setting in SETTINGS
+        }
+        document = reference_results_json(
+            {s: t for s, t in by_setting.items() if t.num_rows},
+            model=model,
+            data=str(store.data_path("turns")),
+            seed=0,
+            sampled_chains_gold_qonly=sample["chains"],
+            sampled_chains_self=sample["self"],
+            args={"match_mode": ", ".join(sorted(modes)), "scope_turns_only": True},
+            runtime_seconds=0.0,
+        )
+        (results / f"{model}.json").write_text(
+            json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    shutil.rmtree(out, ignore_errors=True)
+    staging.rename(out)
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.md(markdown),
+            "html": dg.MetadataValue.path(str(out / "report.html")),
+            "markdown": dg.MetadataValue.path(str(out / "report.md")),
+            "plots": dg.MetadataValue.json([str(out / p.name) for p in plots]),
+            "results_json": dg.MetadataValue.json(
+                [str(out / "results" / f"{m}.json") for m in models]
             ),
         }
     )

@@ -1,19 +1,24 @@
-"""Checks of the evaluation stage: every scored turn has exactly one prediction."""
+"""Checks of the evaluation stage: every scored turn has exactly one prediction; the
+reference systems score what they must; every metric is in range and agrees with its strata."""
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.evaluation import sample_turns_sql
+from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
 from chronoscope_dagster.checks.partitions import sql_list
+from chronoscope_dagster.evaluation.metrics import consistency_problems
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
 def checked_model_partitions(
-    context: dg.AssetCheckExecutionContext, store: Warehouse
+    context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str = "predictions"
 ) -> list[tuple[str, Setting]]:
     """The (model, setting) partition the run materialized, else every materialized one."""
-    available = sorted((p["model"], Setting(p["setting"])) for p in store.partitions("predictions"))
+    available = sorted((p["model"], Setting(p["setting"])) for p in store.partitions(asset))
     tags = context.run.tags
     wanted = (tags.get("dagster/partition/model"), tags.get("dagster/partition/setting"))
     return [p for p in available if p == wanted] or available
@@ -109,4 +114,95 @@ def predictions_without_errors(
         passed=not errors,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"errors": sum(errors.values()), "by_kind": dg.MetadataValue.json(errors)},
+    )
+
+
+PERFECT_FOR_THE_ORACLE = (
+    "acc_at1",
+    "acc_atk",
+    "strict_chain_acc_at1",
+    "avg_chain_turn_acc_at1",
+    "final_turn_acc_at1",
+    "final_turn_acc_atk",
+    "token_f1_micro_top1",
+    "char3_f1_micro_top1",
+)
+ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
+
+
+def _backend(store: Warehouse, model: str, setting: Setting) -> str:
+    return store.read_report("predictions", model=model, setting=setting)["backend"]["backend"]
+
+
+def _metrics(store: Warehouse, model: str, setting: Setting) -> pa.Table:
+    return pq.read_table(store.data_path("metrics", model=model, setting=setting))
+
+
+@dg.asset_check(
+    asset="metrics",
+    blocking=True,
+    description="The oracle scores 1.0 on every accuracy and F1 metric in every stratum and "
+    "never drifts; the present-day system is wrong and drifts on every drift-eligible turn.",
+)
+def metrics_reference_systems_behave(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    problems: list[str] = []
+    checked = []
+    for model, setting in checked_model_partitions(context, store, "metrics"):
+        backend = _backend(store, model, setting)
+        if backend == "oracle":
+            checked.append(f"{model}/{setting}")
+            for row in _metrics(store, model, setting).to_pylist():
+                expected = (
+                    1.0
+                    if row["metric"] in PERFECT_FOR_THE_ORACLE
+                    else 0.0
+                    if row["metric"] in ZERO_FOR_THE_ORACLE
+                    else None
+                )
+                if expected is not None and row["value"] != expected:
+                    problems.append(
+                        f"oracle {model}/{setting} {row['stratum']} {row['metric']} = "
+                        f"{row['value']}, not {expected}"
+                    )
+        elif backend == "present_day":
+            checked.append(f"{model}/{setting}")
+            mode = store.read_report("metrics", model=model, setting=setting)["match_mode"]
+            turns = scored_turns(store, model, setting, mode).filter(pc.field("drift_eligible"))
+            right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
+            missed = turns.num_rows - (pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0)
+            if right or missed:
+                problems.append(
+                    f"present_day {model}/{setting}: of {turns.num_rows} drift-eligible turns, "
+                    f"{right} are right and {missed} do not drift"
+                )
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={
+            "reference_partitions": sql_list(checked),
+            "problems": dg.MetadataValue.json(problems[:50]),
+        },
+    )
+
+
+@dg.asset_check(
+    asset="metrics",
+    blocking=True,
+    description="Every metric lies in its range and inside its interval, and every overall "
+    "value lies between the smallest and largest of its strata where it is their weighted "
+    "mean (the paper's own Table 4 breaks this).",
+)
+def metrics_in_range_and_consistent(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    problems = [
+        f"{model}/{setting}: {problem}"
+        for model, setting in checked_model_partitions(context, store, "metrics")
+        for problem in consistency_problems(_metrics(store, model, setting))
+    ]
+    return dg.AssetCheckResult(
+        passed=not problems, metadata={"problems": dg.MetadataValue.json(problems[:50])}
     )

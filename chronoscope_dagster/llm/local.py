@@ -6,6 +6,9 @@ length into batches (less padding) and the answers do not depend on the batch th
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import os
 import time
 from collections.abc import Sequence
@@ -21,6 +24,35 @@ from chronoscope_dagster.llm.base import (
     Decoding,
 )
 from chronoscope_dagster.llm.embedded import resolve_model_path
+
+
+@functools.lru_cache(maxsize=1)
+def _load_model(model_name: str, dtype: str) -> tuple[Any, Any]:
+    """Tokenizer and model, loaded once per process: the runs of one `chronoscope run` (one per
+    setting) share them instead of paying the 20 s load each time."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    folder, gguf = resolve_model_path(model_name)
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if gguf:
+        kwargs["gguf_file"] = gguf
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # transformers' unconditional GGUF bar
+            tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, dtype=getattr(torch, dtype), **kwargs
+            )
+    except (OSError, ValueError) as error:
+        raise BackendError(f"cannot load model {model_name!r}: {error}") from error
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.eval()
+    return tokenizer, model
 
 
 class LocalBackend:
@@ -72,30 +104,10 @@ class LocalBackend:
     def _load(self) -> None:
         if self._model is not None:
             return
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
 
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()
         torch.set_num_threads(self.options.threads)
-        folder, gguf = resolve_model_path(self.model_name)
-        kwargs: dict[str, Any] = {"local_files_only": True}
-        if gguf:
-            kwargs["gguf_file"] = gguf
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(
-                folder, dtype=getattr(torch, self.options.dtype), **kwargs
-            )
-        except (OSError, ValueError) as error:
-            raise BackendError(f"cannot load model {self.model_name!r}: {error}") from error
-        tokenizer.padding_side = "left"
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        model.eval()
-        self._tokenizer, self._model = tokenizer, model
+        self._tokenizer, self._model = _load_model(self.model_name, self.options.dtype)
 
     def _render(self, request: ChatRequest) -> str:
         """The model's chat template, or the reference's plain-text layout where it has none."""

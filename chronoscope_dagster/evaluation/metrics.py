@@ -1,0 +1,691 @@
+"""Scored turns aggregated into the benchmark's metrics, with chain-bootstrap confidence intervals.
+
+One input row is one scored (chain, turn). The metric names are the reference evaluator's
+(spec 4.9); their meaning is this project's:
+
+- an errored turn (``error``) counts as wrong: its correct and drift flags and its predicted-token
+  counts (``*_tp``, ``*_pred``) are cleared; its gold-token counts stay;
+- ``drift_rate_given_present_*`` divides by drift-eligible turns (a present-day value exists and
+  is not in the gold set, DESIGN decision 3); ``drift_rate_given_error_at1`` by wrong@1 turns;
+- micro F1: P = tp/max(1, pred), R = tp/max(1, gold), F1 = 2PR/(P+R). Because tp <= min(pred,
+  gold) this equals 2 tp/(pred + gold), which is how it is computed; its denominator is
+  pred + gold, so it is a weighted mean of its strata like every other ratio here;
+- chain metrics (strict chain, average per-chain turn accuracy, final turn) exist in the
+  ``overall``, ``family=`` and ``length=`` strata, whose chains are whole; a ``followup_pos=``
+  stratum holds one turn of each chain, so they are left out there (the reference writes 0);
+- a final-turn ratio divides by the chains whose final turn is scored.
+
+A ratio whose denominator is zero is not a measurement: its row is left out, never written as 0
+or null, so ``value`` is never null. ``n_chains`` and ``n_turns`` are also metric rows (counts,
+no CI, null ``denominator``); the ``n_turns``/``n_chains`` columns of every row give the size of
+its stratum.
+
+Confidence intervals: chains of the stratum resampled with replacement, percentile method. Every
+resample is a row of multinomial weights (draw n chain indices, ``bincount`` them) multiplied
+with the (chains x quantities) matrix of per-chain integer sums, in chunks of resamples of about
+``_CHUNK_CELLS`` weights so memory stays bounded. The sums are integers held exactly in float64,
+so the products do not depend on BLAS summation order and the output is byte-identical run to
+run. The generator is PCG64 seeded from (seed, stratum): adding a stratum does not move the
+others' intervals, and all metrics of a stratum share its resamples. A resample in which a ratio's
+denominator is zero is left out of that ratio's percentiles. A percentile interval can miss the
+point estimate of a skewed statistic on very few chains; the interval is then widened to include
+it, so ``ci_low <= value <= ci_high`` always holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+OVERALL = "overall"
+DIMENSIONS = ("family", "length", "followup_pos")
+COUNT_METRICS = ("n_chains", "n_turns")
+METRICS = (
+    "n_chains",
+    "n_turns",
+    "acc_at1",
+    "acc_atk",
+    "token_f1_micro_top1",
+    "char3_f1_micro_top1",
+    "strict_chain_acc_at1",
+    "avg_chain_turn_acc_at1",
+    "final_turn_acc_at1",
+    "final_turn_acc_atk",
+    "present_available_rate",
+    "drift_rate_given_present_at1",
+    "drift_rate_given_present_atk",
+    "drift_rate_given_error_at1",
+)
+CHAIN_METRICS = frozenset(
+    {"strict_chain_acc_at1", "avg_chain_turn_acc_at1", "final_turn_acc_at1", "final_turn_acc_atk"}
+)
+RATIO_METRICS = tuple(m for m in METRICS if m not in COUNT_METRICS)
+SETTING_KEYS = {
+    "gold_context": "gold",
+    "questions_only": "questions_only",
+    "self_conditioned": "self",
+}
+
+METRICS_SCHEMA = pa.schema(
+    [
+        pa.field("stratum", pa.string(), nullable=False),
+        pa.field("metric", pa.string(), nullable=False),
+        pa.field("value", pa.float64(), nullable=False),
+        pa.field("ci_low", pa.float64()),
+        pa.field("ci_high", pa.float64()),
+        pa.field("n_turns", pa.int64(), nullable=False),
+        pa.field("n_chains", pa.int64(), nullable=False),
+        pa.field("denominator", pa.int64()),
+    ]
+)
+
+_STRING_COLUMNS = ("chain_id", "family")
+_INT_COLUMNS = (
+    "chain_length",
+    "turn_index",
+    "followup_pos",
+    "tok_tp",
+    "tok_pred",
+    "tok_gold",
+    "ch_tp",
+    "ch_pred",
+    "ch_gold",
+)
+_BOOL_COLUMNS = (
+    "is_final",
+    "correct_at1",
+    "correct_atk",
+    "drift_at1",
+    "drift_atk",
+    "drift_eligible",
+    "present_available",
+    "error",
+)
+SCORED_COLUMNS = _STRING_COLUMNS + _INT_COLUMNS + _BOOL_COLUMNS
+
+_SUMMED = (
+    "nt",
+    "ok1",
+    "okk",
+    "present",
+    "eligible",
+    "drift1",
+    "driftk",
+    "tok_tp",
+    "tok_pred",
+    "tok_gold",
+    "ch_tp",
+    "ch_pred",
+    "ch_gold",
+    "final",
+    "final_ok1",
+    "final_okk",
+)
+_CHUNK_CELLS = 1 << 22
+
+
+@dataclass(frozen=True)
+class _Turns:
+    chain: np.ndarray
+    family: np.ndarray
+    families: tuple[str, ...]
+    length: np.ndarray
+    followup_pos: np.ndarray
+    summed: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Stratum:
+    label: str
+    sums: np.ndarray
+    columns: Mapping[str, int]
+    turn_groups: tuple[int, ...]
+    chain_level: bool
+
+    @property
+    def n_chains(self) -> int:
+        return int(self.sums.shape[0])
+
+
+def compute_metrics(
+    scored: pa.Table, *, bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
+) -> pa.Table:
+    """The long metrics table (``METRICS_SCHEMA``) of one (model, setting)'s scored turns.
+
+    ``bootstrap=0`` gives no intervals (null ``ci_low``/``ci_high``). Raises ``ValueError`` on
+    input that breaks the scored-turn contract (see ``_load``)."""
+    if bootstrap < 0:
+        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    turns = _load(scored)
+    columns: dict[str, list[Any]] = {field.name: [] for field in METRICS_SCHEMA}
+    alpha = 1.0 - confidence
+    for stratum in _strata(turns):
+        _emit(stratum, columns, bootstrap=bootstrap, seed=seed, alpha=alpha)
+    return pa.Table.from_pydict(columns, schema=METRICS_SCHEMA)
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    array = table.column(name).combine_chunks()
+    if array.null_count:
+        raise ValueError(f"scored turns: column {name!r} has {array.null_count} null values")
+    return array
+
+
+def _fail_where(bad: np.ndarray, chain_ids: pa.Array, message: str) -> None:
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"scored turns: {int(bad.sum())} rows {message} (first: chain {chain_ids[first]})"
+        )
+
+
+def _sorted_codes(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """Codes of ``array`` in the sorted order of its distinct values, so results do not depend
+    on the input row order."""
+    if pa.types.is_dictionary(array.type):
+        array = array.cast(array.type.value_type)
+    encoded = pc.dictionary_encode(array)
+    order = pc.sort_indices(encoded.dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    codes = rank[encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
+    return codes, encoded.dictionary.take(pa.array(order))
+
+
+def _load(table: pa.Table) -> _Turns:
+    """Validate the scored-turn contract and collect the per-row quantities.
+
+    Rejected: missing columns or nulls; a duplicate (chain, turn); family or length varying
+    within a chain; turn_index outside [0, chain_length); is_final != (turn_index ==
+    chain_length - 1); followup_pos < 1; negative counts or tp above pred or gold; drift on a
+    turn that is not drift-eligible or that is correct; a drift-eligible turn without a
+    present-day value; correct@1 without correct@k."""
+    missing = [name for name in SCORED_COLUMNS if name not in table.column_names]
+    if missing:
+        raise ValueError(f"scored turns: missing columns {missing}")
+    for name in _STRING_COLUMNS:
+        array = _column(table, name)
+        value_type = array.type.value_type if pa.types.is_dictionary(array.type) else array.type
+        if not (pa.types.is_string(value_type) or pa.types.is_large_string(value_type)):
+            raise ValueError(f"scored turns: column {name!r} must be a string, got {array.type}")
+    ints: dict[str, np.ndarray] = {}
+    for name in _INT_COLUMNS:
+        array = _column(table, name)
+        if not pa.types.is_integer(array.type):
+            raise ValueError(f"scored turns: column {name!r} must be an integer, got {array.type}")
+        ints[name] = array.to_numpy(zero_copy_only=False).astype(np.int64)
+    flags: dict[str, np.ndarray] = {}
+    for name in _BOOL_COLUMNS:
+        array = _column(table, name)
+        if not pa.types.is_boolean(array.type):
+            raise ValueError(f"scored turns: column {name!r} must be boolean, got {array.type}")
+        flags[name] = array.to_numpy(zero_copy_only=False).astype(bool)
+
+    chain_ids = _column(table, "chain_id")
+    chain, _ = _sorted_codes(chain_ids)
+    family, family_names = _sorted_codes(_column(table, "family"))
+    length, turn, pos = ints["chain_length"], ints["turn_index"], ints["followup_pos"]
+    n_chains = int(chain.max()) + 1 if len(chain) else 0
+
+    _fail_where((turn < 0) | (turn >= length), chain_ids, "have turn_index outside the chain")
+    _fail_where(pos < 1, chain_ids, "have followup_pos < 1")
+    _fail_where(flags["is_final"] != (turn == length - 1), chain_ids, "have a wrong is_final")
+    if len(chain):
+        key = chain * (int(turn.max()) + 1) + turn
+        _, first, counts = np.unique(key, return_index=True, return_counts=True)
+        duplicated = np.zeros(len(chain), dtype=bool)
+        duplicated[first[counts > 1]] = True
+        _fail_where(duplicated, chain_ids, "repeat a (chain_id, turn_index)")
+        for name, values in (("family", family), ("chain_length", length)):
+            per_chain = np.empty(n_chains, dtype=np.int64)
+            per_chain[chain] = values
+            _fail_where(per_chain[chain] != values, chain_ids, f"disagree on the chain's {name}")
+    for prefix in ("tok", "ch"):
+        tp, pred, gold = (ints[f"{prefix}_{part}"] for part in ("tp", "pred", "gold"))
+        _fail_where((tp < 0) | (pred < 0) | (gold < 0), chain_ids, f"have negative {prefix}_*")
+        _fail_where((tp > pred) | (tp > gold), chain_ids, f"have {prefix}_tp above pred or gold")
+
+    ok = ~flags["error"]
+    ok1 = flags["correct_at1"] & ok
+    okk = flags["correct_atk"] & ok
+    drift1 = flags["drift_at1"] & ok
+    driftk = flags["drift_atk"] & ok
+    eligible, present = flags["drift_eligible"], flags["present_available"]
+    _fail_where((drift1 | driftk) & ~eligible, chain_ids, "drift without being drift-eligible")
+    _fail_where((drift1 & ok1) | (driftk & okk), chain_ids, "are both correct and drifted")
+    _fail_where(eligible & ~present, chain_ids, "are drift-eligible without a present value")
+    _fail_where(ok1 & ~okk, chain_ids, "are correct@1 but not correct@k")
+
+    final = flags["is_final"]
+    quantities = {
+        "nt": np.ones(len(chain), dtype=bool),
+        "ok1": ok1,
+        "okk": okk,
+        "present": present,
+        "eligible": eligible,
+        "drift1": drift1,
+        "driftk": driftk,
+        "tok_tp": np.where(ok, ints["tok_tp"], 0),
+        "tok_pred": np.where(ok, ints["tok_pred"], 0),
+        "tok_gold": ints["tok_gold"],
+        "ch_tp": np.where(ok, ints["ch_tp"], 0),
+        "ch_pred": np.where(ok, ints["ch_pred"], 0),
+        "ch_gold": ints["ch_gold"],
+        "final": final,
+        "final_ok1": final & ok1,
+        "final_okk": final & okk,
+    }
+    summed = np.column_stack([quantities[name].astype(np.float64) for name in _SUMMED])
+    return _Turns(
+        chain=chain,
+        family=family,
+        families=tuple(family_names.to_pylist()),
+        length=length,
+        followup_pos=pos,
+        summed=summed,
+    )
+
+
+def _strata(turns: _Turns) -> Iterable[_Stratum]:
+    if not len(turns.chain):
+        return
+    yield _stratum(OVERALL, turns, np.ones(len(turns.chain), dtype=bool), chain_level=True)
+    for code, name in enumerate(turns.families):
+        yield _stratum(f"family={name}", turns, turns.family == code, chain_level=True)
+    for length in np.unique(turns.length):
+        yield _stratum(f"length={length}", turns, turns.length == length, chain_level=True)
+    for pos in np.unique(turns.followup_pos):
+        yield _stratum(f"followup_pos={pos}", turns, turns.followup_pos == pos, chain_level=False)
+
+
+def _stratum(label: str, turns: _Turns, mask: np.ndarray, *, chain_level: bool) -> _Stratum:
+    """Per-chain sums of the stratum's rows, plus the chain-level columns: whether every scored
+    turn is correct@1, and correct@1 counts split by the chain's number of scored turns so the
+    average per-chain accuracy stays a sum of exact integers."""
+    rows = np.flatnonzero(mask)
+    chains, inverse = np.unique(turns.chain[rows], return_inverse=True)
+    values = turns.summed[rows]
+    sums = np.column_stack(
+        [
+            np.bincount(inverse, weights=values[:, j], minlength=len(chains))
+            for j in range(values.shape[1])
+        ]
+    )
+    columns = {name: j for j, name in enumerate(_SUMMED)}
+    extra: list[np.ndarray] = []
+    groups: tuple[int, ...] = ()
+    if chain_level:
+        nt, ok1 = sums[:, columns["nt"]], sums[:, columns["ok1"]]
+        columns["strict"] = len(columns)
+        extra.append((ok1 == nt).astype(np.float64))
+        groups = tuple(int(m) for m in np.unique(nt))
+        for m in groups:
+            columns[f"ok1_nt={m}"] = len(columns)
+            extra.append(np.where(nt == m, ok1, 0.0))
+    if extra:
+        sums = np.column_stack([sums, *extra])
+    return _Stratum(
+        label=label, sums=sums, columns=columns, turn_groups=groups, chain_level=chain_level
+    )
+
+
+_Ratio = tuple[np.ndarray, np.ndarray]
+
+
+def _ratios(stratum: _Stratum, s: np.ndarray) -> dict[str, _Ratio]:
+    """(numerator, denominator) of every ratio metric for each row of ``s``, a (resamples x
+    columns) matrix of column sums over the stratum's chains."""
+
+    def col(name: str) -> np.ndarray:
+        return s[:, stratum.columns[name]]
+
+    nt = col("nt")
+    out: dict[str, _Ratio] = {
+        "acc_at1": (col("ok1"), nt),
+        "acc_atk": (col("okk"), nt),
+        "token_f1_micro_top1": (2.0 * col("tok_tp"), col("tok_pred") + col("tok_gold")),
+        "char3_f1_micro_top1": (2.0 * col("ch_tp"), col("ch_pred") + col("ch_gold")),
+    }
+    if stratum.chain_level:
+        chains = np.full(s.shape[0], float(stratum.n_chains))
+        per_chain = np.zeros(s.shape[0])
+        for m in stratum.turn_groups:
+            per_chain = per_chain + col(f"ok1_nt={m}") / m
+        out["strict_chain_acc_at1"] = (col("strict"), chains)
+        out["avg_chain_turn_acc_at1"] = (per_chain, chains)
+        out["final_turn_acc_at1"] = (col("final_ok1"), col("final"))
+        out["final_turn_acc_atk"] = (col("final_okk"), col("final"))
+    out["present_available_rate"] = (col("present"), nt)
+    out["drift_rate_given_present_at1"] = (col("drift1"), col("eligible"))
+    out["drift_rate_given_present_atk"] = (col("driftk"), col("eligible"))
+    out["drift_rate_given_error_at1"] = (col("drift1"), nt - col("ok1"))
+    return out
+
+
+def _rng(seed: int, stratum: str) -> np.random.Generator:
+    digest = hashlib.sha256(stratum.encode("utf-8")).digest()
+    entropy = [seed, int.from_bytes(digest[:16], "little")]
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(entropy)))
+
+
+def _resampled_sums(sums: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    n = sums.shape[0]
+    chunk = max(1, min(resamples, _CHUNK_CELLS // n))
+    out = np.empty((resamples, sums.shape[1]))
+    for start in range(0, resamples, chunk):
+        rows = min(chunk, resamples - start)
+        draws = rng.integers(0, n, size=(rows, n))
+        draws += (np.arange(rows, dtype=np.int64) * n)[:, None]
+        weights = np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n)
+        out[start : start + rows] = weights.astype(np.float64) @ sums
+    return out
+
+
+def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denominator > 0, numerator / denominator, np.nan)
+
+
+def _emit(
+    stratum: _Stratum, columns: dict[str, list[Any]], *, bootstrap: int, seed: int, alpha: float
+) -> None:
+    totals = stratum.sums.sum(axis=0, keepdims=True)
+    n_turns = int(totals[0, stratum.columns["nt"]])
+    point = _ratios(stratum, totals)
+    replicates: dict[str, _Ratio] = {}
+    if bootstrap:
+        resampled = _resampled_sums(stratum.sums, bootstrap, _rng(seed, stratum.label))
+        replicates = _ratios(stratum, resampled)
+
+    def add(
+        metric: str, value: float, low: float | None, high: float | None, den: int | None
+    ) -> None:
+        columns["stratum"].append(stratum.label)
+        columns["metric"].append(metric)
+        columns["value"].append(value)
+        columns["ci_low"].append(low)
+        columns["ci_high"].append(high)
+        columns["n_turns"].append(n_turns)
+        columns["n_chains"].append(stratum.n_chains)
+        columns["denominator"].append(den)
+
+    for metric in METRICS:
+        if metric == "n_chains":
+            add(metric, float(stratum.n_chains), None, None, None)
+            continue
+        if metric == "n_turns":
+            add(metric, float(n_turns), None, None, None)
+            continue
+        if metric not in point:
+            continue
+        numerator, denominator = point[metric]
+        if denominator[0] <= 0:
+            continue
+        value = float(numerator[0] / denominator[0])
+        low = high = None
+        if metric in replicates:
+            values = _divide(*replicates[metric])
+            values = values[np.isfinite(values)]
+            if values.size:
+                q_low, q_high = np.quantile(values, [alpha / 2.0, 1.0 - alpha / 2.0])
+                low, high = min(float(q_low), value), max(float(q_high), value)
+        add(metric, value, low, high, int(denominator[0]))
+
+
+def _split_stratum(stratum: str) -> tuple[str, str | None]:
+    if stratum == OVERALL:
+        return OVERALL, None
+    dimension, sep, level = stratum.partition("=")
+    if not sep or dimension not in DIMENSIONS or not level:
+        raise ValueError(f"malformed stratum {stratum!r}")
+    if dimension != "family" and not level.isdigit():
+        raise ValueError(f"malformed stratum {stratum!r}")
+    return dimension, level
+
+
+def _dimensions_of(metric: str) -> tuple[str, ...]:
+    """Dimensions over which the overall value is a weighted mean of the strata values: every
+    ratio divides a sum by a sum over a partition (turns for turn metrics; chains, or chains
+    with a scored final turn, for chain metrics, which exist only in chain-partitioning
+    dimensions)."""
+    return ("family", "length") if metric in CHAIN_METRICS else DIMENSIONS
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def consistency_problems(metrics: pa.Table, *, tolerance: float = 1e-9) -> list[str]:
+    """Invariants of a metrics table (one or many (model, setting) groups, if it has those
+    columns); human-readable problems, empty when all hold.
+
+    Checked: known metric and stratum names, one row per (stratum, metric), finite values,
+    counts non-negative integers, rates and CI bounds in [0, 1], both CI bounds or neither and
+    ci_low <= value <= ci_high, no chain metric in a follow-up stratum, @k >= @1, strict chain <=
+    average per-chain accuracy; per dimension, every overall ratio lies between the smallest and
+    largest value of its strata (and, when a ``denominator`` column exists, equals their
+    denominator-weighted mean and its denominator their sum), overall n_turns is the sum over
+    every dimension and n_chains the sum over family and length."""
+    names = set(metrics.column_names)
+    missing = {"stratum", "metric", "value"} - names
+    if missing:
+        return [f"metrics table lacks columns {sorted(missing)}"]
+    group_columns = [c for c in ("model", "setting") if c in names]
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for row in metrics.to_pylist():
+        groups.setdefault(tuple(row[c] for c in group_columns), []).append(row)
+    problems: list[str] = []
+    for key, rows in groups.items():
+        prefix = " ".join(f"{c}={v}" for c, v in zip(group_columns, key, strict=True))
+        found = _group_problems(rows, tolerance)
+        problems.extend(f"{prefix}: {p}" if prefix else p for p in found)
+    return problems
+
+
+def _group_problems(rows: list[dict[str, Any]], tol: float) -> list[str]:
+    problems: list[str] = []
+    table: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        stratum, metric = row["stratum"], row["metric"]
+        where = f"{stratum} {metric}"
+        try:
+            dimension, _ = _split_stratum(stratum)
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        if metric not in METRICS:
+            problems.append(f"{where}: unknown metric")
+            continue
+        if (stratum, metric) in table:
+            problems.append(f"{where}: more than one row")
+            continue
+        value = row["value"]
+        if _is_missing(value) or not math.isfinite(value):
+            problems.append(f"{where}: value is {value!r}")
+            continue
+        table[(stratum, metric)] = row
+        low, high = row.get("ci_low"), row.get("ci_high")
+        if metric in COUNT_METRICS:
+            if value < 0 or value != int(value):
+                problems.append(f"{where}: count {value!r} is not a non-negative integer")
+            if not (_is_missing(low) and _is_missing(high)):
+                problems.append(f"{where}: a count has a CI")
+            continue
+        if dimension == "followup_pos" and metric in CHAIN_METRICS:
+            problems.append(f"{where}: chain metric in a follow-up position stratum")
+        if not -tol <= value <= 1 + tol:
+            problems.append(f"{where}: value {value!r} outside [0, 1]")
+        if _is_missing(low) != _is_missing(high):
+            problems.append(f"{where}: only one CI bound ({low!r}, {high!r})")
+        elif not _is_missing(low):
+            if not (-tol <= low <= 1 + tol and -tol <= high <= 1 + tol):
+                problems.append(f"{where}: CI [{low!r}, {high!r}] outside [0, 1]")
+            if not low - tol <= value <= high + tol:
+                problems.append(f"{where}: CI [{low!r}, {high!r}] does not contain {value!r}")
+
+    def value_of(stratum: str, metric: str) -> float | None:
+        row = table.get((stratum, metric))
+        return None if row is None else float(row["value"])
+
+    strata = sorted({s for s, _ in table})
+    for stratum in strata:
+        for low_metric, high_metric in (
+            ("acc_at1", "acc_atk"),
+            ("final_turn_acc_at1", "final_turn_acc_atk"),
+            ("strict_chain_acc_at1", "avg_chain_turn_acc_at1"),
+        ):
+            lo, hi = value_of(stratum, low_metric), value_of(stratum, high_metric)
+            if lo is not None and hi is not None and lo > hi + tol:
+                problems.append(f"{stratum}: {low_metric} {lo!r} above {high_metric} {hi!r}")
+
+    by_dimension: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
+    for stratum in strata:
+        dimension, _ = _split_stratum(stratum)
+        if dimension != OVERALL:
+            by_dimension[dimension].append(stratum)
+    for metric in METRICS:
+        overall = table.get((OVERALL, metric))
+        if overall is None:
+            continue
+        for dimension in DIMENSIONS:
+            members = by_dimension[dimension]
+            if not members:
+                continue
+            parts = [table[(s, metric)] for s in members if (s, metric) in table]
+            if metric in COUNT_METRICS:
+                if metric == "n_chains" and dimension == "followup_pos":
+                    continue
+                total = sum(float(p["value"]) for p in parts)
+                if total != float(overall["value"]):
+                    problems.append(
+                        f"overall {metric} {overall['value']!r} != sum over {dimension} {total!r}"
+                    )
+                continue
+            if dimension not in _dimensions_of(metric):
+                continue
+            problems.extend(_mean_problems(metric, dimension, overall, parts, tol))
+    return problems
+
+
+def _mean_problems(
+    metric: str, dimension: str, overall: dict[str, Any], parts: list[dict[str, Any]], tol: float
+) -> list[str]:
+    value = float(overall["value"])
+    if not parts:
+        return [f"overall {metric} exists but no {dimension} stratum has it"]
+    values = [float(p["value"]) for p in parts]
+    problems = []
+    if not min(values) - tol <= value <= max(values) + tol:
+        problems.append(
+            f"overall {metric} {value!r} outside the range of its {dimension} strata "
+            f"[{min(values)!r}, {max(values)!r}]"
+        )
+    weights = [p.get("denominator") for p in parts]
+    if "denominator" in overall and overall["denominator"] is not None:
+        if any(w is None for w in weights):
+            return [*problems, f"{metric} by {dimension}: a stratum lacks its denominator"]
+        total = sum(weights)
+        if total != overall["denominator"]:
+            problems.append(
+                f"overall {metric} denominator {overall['denominator']} != sum over "
+                f"{dimension} {total}"
+            )
+        elif total > 0:
+            mean = sum(w * v for w, v in zip(weights, values, strict=True)) / total
+            if abs(mean - value) > tol:
+                problems.append(
+                    f"overall {metric} {value!r} != weighted mean of its {dimension} strata "
+                    f"{mean!r}"
+                )
+    return problems
+
+
+def _reference_m(values: Mapping[str, float]) -> dict[str, int | float]:
+    return {
+        metric: int(values.get(metric, 0)) if metric in COUNT_METRICS else values.get(metric, 0.0)
+        for metric in METRICS
+    }
+
+
+def _reference_setting(metrics: pa.Table, examples_key: str) -> dict[str, Any]:
+    by_stratum: dict[str, dict[str, float]] = {}
+    for stratum, metric, value in zip(
+        metrics.column("stratum").to_pylist(),
+        metrics.column("metric").to_pylist(),
+        metrics.column("value").to_pylist(),
+        strict=True,
+    ):
+        cell = by_stratum.setdefault(stratum, {})
+        if metric in cell:
+            raise ValueError(f"metrics table has more than one {stratum} {metric} row")
+        cell[metric] = float(value)
+    buckets: dict[str, dict[str, dict[str, int | float]]] = {d: {} for d in DIMENSIONS}
+    keyed: dict[str, list[tuple[Any, str]]] = {d: [] for d in DIMENSIONS}
+    for stratum in by_stratum:
+        dimension, level = _split_stratum(stratum)
+        if level is not None:
+            sort_key: Any = level if dimension == "family" else int(level)
+            keyed[dimension].append((sort_key, stratum))
+    for dimension in DIMENSIONS:
+        for sort_key, stratum in sorted(keyed[dimension]):
+            buckets[dimension][str(sort_key)] = _reference_m(by_stratum[stratum])
+    return {
+        "overall": _reference_m(by_stratum.get(OVERALL, {})),
+        "by_family": buckets["family"],
+        "by_length": buckets["length"],
+        "by_followup_pos": buckets["followup_pos"],
+        examples_key: [],
+    }
+
+
+def reference_results_json(
+    metrics_by_setting: Mapping[str, pa.Table],
+    *,
+    model: str,
+    data: str,
+    seed: int,
+    sampled_chains_gold_qonly: int,
+    sampled_chains_self: int,
+    args: Mapping[str, Any],
+    runtime_seconds: float,
+) -> dict[str, Any]:
+    """The reference evaluator's output JSON (spec 4.10) from per-setting metrics tables.
+
+    Settings map gold_context/questions_only/self_conditioned to gold/questions_only/self; only
+    the settings given appear. Integer bucket keys are strings. A metric our table leaves out
+    (chain metrics by follow-up position, ratios with a zero denominator, a missing overall) is
+    written as 0.0 (counts as 0), as the reference does, so existing tooling reads the file;
+    those zeros are not measurements. ``n_chains`` by follow-up position is the number of chains
+    with a turn there (the reference writes 0). ``examples`` and ``bad_samples`` are empty."""
+    unknown = sorted(set(metrics_by_setting) - set(SETTING_KEYS))
+    if unknown:
+        raise ValueError(f"unknown settings {unknown}; expected some of {sorted(SETTING_KEYS)}")
+    results = {
+        key: _reference_setting(
+            metrics_by_setting[setting], "bad_samples" if key == "self" else "examples"
+        )
+        for setting, key in SETTING_KEYS.items()
+        if setting in metrics_by_setting
+    }
+    return {
+        "model": model,
+        "data": data,
+        "seed": int(seed),
+        "sampled_chains_gold_qonly": int(sampled_chains_gold_qonly),
+        "sampled_chains_self": int(sampled_chains_self),
+        "args": dict(args),
+        "results": results,
+        "examples": [],
+        "runtime_seconds": float(runtime_seconds),
+    }

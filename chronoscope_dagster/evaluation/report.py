@@ -1,0 +1,337 @@
+"""The leaderboard and the report: the paper's table layouts, plots, Markdown and HTML.
+
+Input is the long metrics table of every (model, setting): ``model``, ``setting``,
+``stratum``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_turns``, ``n_chains``.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from chronoscope_dagster.evaluation.prompts import SETTINGS
+
+HEADLINE = {
+    "acc_at1": "Acc@1",
+    "final_turn_acc_at1": "Final@1",
+    "strict_chain_acc_at1": "Chain@1",
+    "drift_rate_given_present_at1": "Drift@1",
+}
+SETTING_LABELS = {
+    "gold_context": "Gold context",
+    "self_conditioned": "Self-conditioned",
+    "questions_only": "Questions only",
+}
+
+
+def _frame(metrics: pa.Table) -> pd.DataFrame:
+    frame = metrics.to_pandas()
+    parts = frame["stratum"].str.split("=", n=1, expand=True)
+    frame["dimension"] = parts[0]
+    frame["level"] = parts[1] if parts.shape[1] > 1 else None
+    return frame
+
+
+def _models(frame: pd.DataFrame) -> list[str]:
+    return sorted(frame["model"].unique())
+
+
+def _settings(frame: pd.DataFrame) -> list[str]:
+    present = set(frame["setting"])
+    return [s for s in SETTINGS if s in present]
+
+
+def _levels(frame: pd.DataFrame, dimension: str) -> list[str]:
+    levels = frame.loc[frame["dimension"] == dimension, "level"].dropna().unique()
+    return sorted(levels, key=lambda v: (not str(v).isdigit(), int(v) if str(v).isdigit() else v))
+
+
+def _value(frame: pd.DataFrame, *, model: str, setting: str, stratum: str, metric: str):
+    rows = frame[
+        (frame["model"] == model)
+        & (frame["setting"] == setting)
+        & (frame["stratum"] == stratum)
+        & (frame["metric"] == metric)
+    ]
+    return None if rows.empty else rows.iloc[0]
+
+
+def _cell(row, *, with_ci: bool = False) -> str:
+    if row is None or row["value"] is None or math.isnan(row["value"]):
+        return "-"
+    text = f"{row['value']:.3f}"
+    if with_ci and row["ci_low"] is not None and not math.isnan(row["ci_low"]):
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    return text
+
+
+def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def leaderboard_table(metrics: pa.Table) -> pa.Table:
+    """One row per (model, setting): the headline metrics of the overall stratum with CIs."""
+    frame = _frame(metrics)
+    rows = []
+    for model in _models(frame):
+        for setting in _settings(frame):
+            row: dict[str, object] = {"model": model, "setting": setting}
+            for metric in HEADLINE:
+                found = _value(
+                    frame, model=model, setting=setting, stratum="overall", metric=metric
+                )
+                row[metric] = None if found is None else found["value"]
+                row[f"{metric}_ci_low"] = None if found is None else found["ci_low"]
+                row[f"{metric}_ci_high"] = None if found is None else found["ci_high"]
+            acc = _value(frame, model=model, setting=setting, stratum="overall", metric="acc_at1")
+            row["n_chains"] = None if acc is None else int(acc["n_chains"])
+            row["n_turns"] = None if acc is None else int(acc["n_turns"])
+            if acc is not None:
+                rows.append(row)
+    schema = pa.schema(
+        [("model", pa.string()), ("setting", pa.string())]
+        + [
+            (f"{metric}{suffix}", pa.float64())
+            for metric in HEADLINE
+            for suffix in ("", "_ci_low", "_ci_high")
+        ]
+        + [("n_chains", pa.int64()), ("n_turns", pa.int64())]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def markdown_tables(metrics: pa.Table) -> dict[str, str]:
+    """The paper's Table 3 (settings x Acc/Final/Chain/Drift), Table 4 (Final@1 by length),
+    Table 8 (Acc@1 by family) and Table 9 (Acc@1 by follow-up position)."""
+    frame = _frame(metrics)
+    models, settings = _models(frame), _settings(frame)
+    table3 = _markdown(
+        [
+            "model",
+            *(f"{SETTING_LABELS[s]} {label}" for s in settings for label in HEADLINE.values()),
+        ],
+        [
+            [
+                model,
+                *(
+                    _cell(_value(frame, model=model, setting=s, stratum="overall", metric=m))
+                    for s in settings
+                    for m in HEADLINE
+                ),
+            ]
+            for model in models
+        ],
+    )
+
+    def by(dimension: str, metric: str) -> str:
+        levels = _levels(frame, dimension)
+        return _markdown(
+            ["model", "setting", *(f"{dimension}={level}" for level in levels)],
+            [
+                [
+                    model,
+                    setting,
+                    *(
+                        _cell(
+                            _value(
+                                frame,
+                                model=model,
+                                setting=setting,
+                                stratum=f"{dimension}={level}",
+                                metric=metric,
+                            )
+                        )
+                        for level in levels
+                    ),
+                ]
+                for model in models
+                for setting in settings
+            ],
+        )
+
+    return {
+        "table3": table3,
+        "table4": by("length", "final_turn_acc_at1"),
+        "table8": by("family", "acc_at1"),
+        "table9": by("followup_pos", "acc_at1"),
+    }
+
+
+def write_plots(metrics: pa.Table, out_dir: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = _frame(metrics)
+    models, settings = _models(frame), _settings(frame)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+
+    def series(dimension: str, metric: str, ax, setting: str) -> None:
+        for model in models:
+            rows = frame[
+                (frame["model"] == model)
+                & (frame["setting"] == setting)
+                & (frame["dimension"] == dimension)
+                & (frame["metric"] == metric)
+            ].copy()
+            if rows.empty:
+                continue
+            rows["x"] = rows["level"].astype(int)
+            rows = rows.sort_values("x")
+            low = (rows["value"] - rows["ci_low"]).clip(lower=0).fillna(0)
+            high = (rows["ci_high"] - rows["value"]).clip(lower=0).fillna(0)
+            ax.errorbar(
+                rows["x"], rows["value"], yerr=[low, high], marker="o", capsize=3, label=model
+            )
+        ax.set_title(SETTING_LABELS[setting])
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+
+    for name, dimension, metric, xlabel, ylabel in (
+        ("final_by_length.png", "length", "final_turn_acc_at1", "chain length", "Final@1"),
+        ("drift_by_followup.png", "followup_pos", "drift_rate_given_present_at1",
+         "follow-up position", "Drift@1 | present"),
+    ):  # fmt: skip
+        figure, axes = plt.subplots(
+            1, len(settings), figsize=(4.5 * len(settings), 3.6), squeeze=False
+        )
+        for ax, setting in zip(axes[0], settings, strict=True):
+            series(dimension, metric, ax, setting)
+            ax.set_xlabel(xlabel)
+        axes[0][0].set_ylabel(ylabel)
+        axes[0][-1].legend(fontsize=8)
+        figure.tight_layout()
+        paths.append(_save(figure, out_dir / name))
+
+    families = _levels(frame, "family")
+    figure, axes = plt.subplots(
+        1, len(settings), figsize=(4.5 * len(settings), 0.35 * len(families) + 1.5), squeeze=False
+    )
+    width = 0.8 / max(1, len(models))
+    for ax, setting in zip(axes[0], settings, strict=True):
+        for index, model in enumerate(models):
+            values = [
+                _value(frame, model=model, setting=setting, stratum=f"family={f}", metric="acc_at1")
+                for f in families
+            ]
+            ax.barh(
+                [i + index * width for i in range(len(families))],
+                [0 if v is None else v["value"] for v in values],
+                height=width,
+                label=model,
+            )
+        ax.set_yticks([i + 0.4 - width / 2 for i in range(len(families))], families, fontsize=8)
+        ax.set_xlim(0, 1)
+        ax.set_title(SETTING_LABELS[setting])
+        ax.set_xlabel("Acc@1")
+    axes[0][-1].legend(fontsize=8)
+    figure.tight_layout()
+    paths.append(_save(figure, out_dir / "accuracy_by_family.png"))
+
+    figure, axes = plt.subplots(1, len(HEADLINE), figsize=(4 * len(HEADLINE), 3.6), squeeze=False)
+    for ax, (metric, label) in zip(axes[0], HEADLINE.items(), strict=True):
+        for index, setting in enumerate(settings):
+            xs, ys, lows, highs = [], [], [], []
+            for position, model in enumerate(models):
+                row = _value(frame, model=model, setting=setting, stratum="overall", metric=metric)
+                if row is None or row["value"] is None or math.isnan(row["value"]):
+                    continue
+                xs.append(position + (index - 1) * 0.2)
+                ys.append(row["value"])
+                lows.append(_error_bar(row["value"], row["ci_low"]))
+                highs.append(_error_bar(row["ci_high"], row["value"]))
+            ax.errorbar(
+                xs, ys, yerr=[lows, highs], fmt="o", capsize=3, label=SETTING_LABELS[setting]
+            )
+        ax.set_xticks(range(len(models)), models, rotation=30, ha="right", fontsize=8)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_title(f"{label} (95% CI)")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    figure.tight_layout()
+    paths.append(_save(figure, out_dir / "models_with_ci.png"))
+    return paths
+
+
+def _error_bar(upper: float, lower: float | None) -> float:
+    if lower is None or math.isnan(lower):
+        return 0.0
+    return max(0.0, upper - lower)
+
+
+def _save(figure, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(figure)
+    return path
+
+
+def render_markdown(metrics: pa.Table, plots: Sequence[Path], provenance: dict[str, str]) -> str:
+    tables = markdown_tables(metrics)
+    lines = ["# ChronoScope evaluation report", ""]
+    lines += [f"- {key}: {value}" for key, value in provenance.items()]
+    lines += ["", "## Main results (Table 3 layout; 95% bootstrap CIs in `leaderboard`)", ""]
+    lines += [tables["table3"], "", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
+    lines += ["", "## Acc@1 by family (Table 8)", "", tables["table8"]]
+    lines += ["", "## Acc@1 by follow-up position (Table 9)", "", tables["table9"], ""]
+    lines += ["## Plots", ""]
+    lines += [f"![{path.stem}]({path.name})" for path in plots]
+    return "\n".join(lines) + "\n"
+
+
+def render_html(markdown_text: str) -> str:
+    """A self-contained page: tables as HTML tables, images beside the file."""
+    body, table = [], []
+
+    def flush() -> None:
+        if not table:
+            return
+        header, *rows = [
+            [html.escape(c.strip()) for c in line.strip("|").split(" | ")]
+            for line in table
+            if not line.startswith("|---")
+        ]
+        body.append(
+            "<table><tr>"
+            + "".join(f"<th>{c}</th>" for c in header)
+            + "</tr>"
+            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+            + "</table>"
+        )
+        table.clear()
+
+    for line in markdown_text.splitlines():
+        if line.startswith("|"):
+            table.append(line)
+            continue
+        flush()
+        if line.startswith("## "):
+            body.append(f"<h2>{html.escape(line[3:])}</h2>")
+        elif line.startswith("# "):
+            body.append(f"<h1>{html.escape(line[2:])}</h1>")
+        elif line.startswith("- "):
+            body.append(f"<p>{html.escape(line[2:])}</p>")
+        elif line.startswith("!["):
+            alt, _, src = line[2:-1].partition("](")
+            body.append(f'<p><img src="{html.escape(src)}" alt="{html.escape(alt)}"></p>')
+    flush()
+    style = (
+        "body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}"
+        "img{max-width:100%}"
+    )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>ChronoScope report</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
+    )

@@ -1,0 +1,536 @@
+from __future__ import annotations
+
+import random
+import unicodedata
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from chronoscope_dagster.evaluation import matching
+from chronoscope_dagster.evaluation.matching import (
+    MODES,
+    SCORE_SCHEMA,
+    WHITESPACE,
+    char3_counts,
+    extract_candidate_answers,
+    match_relaxed,
+    matches,
+    normalize,
+    normalize_for_match,
+    normalize_prediction,
+    postprocess_pred,
+    reference_match,
+    score_turn,
+    score_turns,
+    score_turns_loop,
+    token_counts,
+)
+
+TURNS = pa.schema(
+    [
+        ("prediction", pa.string()),
+        ("candidates", pa.list_(pa.string())),
+        ("answer", pa.string()),
+        ("gold_labels", pa.list_(pa.string())),
+        ("gold_aliases", pa.list_(pa.string())),
+        ("present_labels", pa.list_(pa.string())),
+        ("drift_eligible", pa.bool_()),
+    ]
+)
+
+
+def turn(prediction, answer="Paris", **fields):
+    row = {
+        "prediction": prediction,
+        "candidates": [] if prediction is None else [prediction],
+        "answer": answer,
+        "gold_labels": [answer],
+        "gold_aliases": [],
+        "present_labels": [],
+        "drift_eligible": False,
+    }
+    return {**row, **fields}
+
+
+def scored(rows, mode="relaxed"):
+    """Both implementations on the same rows; they must agree."""
+    table = pa.Table.from_pylist(rows, schema=TURNS)
+    fast, loop = score_turns(table, mode), score_turns_loop(table, mode)
+    assert fast.equals(loop), mode
+    return fast.select(SCORE_SCHEMA.names).to_pylist()
+
+
+# --- relaxed ---
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        ("12", "2", False),
+        ("2", "12", False),
+        ("12", "12", True),
+        ("a", "Nazi Party", False),
+        ("Party", "Nazi Party", False),
+        ("The Prime Minister is David Cameron.", "David Cameron", True),
+        ("Cote d'Ivoire", "Côte d'Ivoire", True),
+        ("Côte d’Ivoire", "Cote d'Ivoire", True),
+        ("PARIS", "Paris", True),
+        ("Paris, France", "Paris", True),
+        ("Parisian", "Paris", False),
+        ("Saint-Denis", "Saint Denis", True),
+        ("U.S.", "United States", False),
+        ("U.S.", "U.S.", True),
+        ("Strasse", "Straße", True),
+        ("ΟΔΟΣ", "οδος", True),
+        ("İstanbul", "Istanbul", True),
+        ("ﬁnland", "Finland", True),
+        ("Ｔｏｋｙｏ", "Tokyo", True),
+        ("Москва", "москва", True),
+        ("東京都", "東京", False),
+        ("Twelve", "12", True),
+        ("twelve", "2", False),
+        ("twenty-one", "21", False),
+        ("", "Paris", False),
+        ("!!!", "Paris", False),
+        ("Paris", "", False),
+        ("Paris", "!!!", False),
+        ("", "", False),
+    ],
+)
+def test_relaxed(prediction, gold, expected):
+    assert matches(prediction, [gold]) is expected
+
+
+@pytest.mark.parametrize(
+    "prediction",
+    [
+        "Answer: Paris",
+        "answer : Paris",
+        "Final answer: Paris",
+        "The answer is Paris.",
+        "The answer is: Paris",
+        "It is Paris",
+        "It's Paris!",
+        "It’s Paris",
+        "Assistant: Paris",
+        "**Answer:** Paris",
+        "“Paris”",
+        "  \n\nParis\nLondon is larger.",
+        "- Paris",
+        "Paris.\r\nBecause...",
+    ],
+)
+def test_prefixes_quotes_and_lines_come_off(prediction):
+    assert normalize_prediction(prediction) == "paris"
+    assert matches(prediction, ["Paris"], "exact")
+
+
+def test_prefixes_need_a_word_boundary_and_only_one_comes_off():
+    assert normalize_prediction("Italy") == "italy"
+    assert normalize_prediction("It's Italy") == "italy"
+    assert normalize_prediction("It isn't Paris") == "it isn t paris"
+    assert normalize_prediction("Itself") == "itself"
+    assert normalize_prediction("Answer: It is Paris") == "it is paris"
+    assert normalize_prediction("Answers: Paris") == "answers paris"
+    assert not matches("It isn't Paris", ["Paris"], "exact")
+    assert matches("It isn't Paris", ["Paris"])
+
+
+def test_only_the_first_line_is_read():
+    assert not matches("Paris\nLondon", ["London"])
+    assert matches("Paris\u2028London", ["Paris"], "exact")
+
+
+def test_normalize_is_shared_by_gold_and_prediction():
+    assert normalize("  Côte d’Ivoire (country) ") == "cote d ivoire country"
+    assert normalize("Answer: Paris") == "answer paris"
+    assert normalize_prediction("Answer: Paris") == "paris"
+
+
+# --- exact ---
+
+
+@pytest.mark.parametrize(
+    ("prediction", "golds", "expected"),
+    [
+        ("Paris.", ["Paris"], True),
+        ("Paris, France", ["Paris"], False),
+        ("Gordon Brown", ["David Cameron", "Gordon Brown"], True),
+        ("twelve", ["12"], True),
+        ("Cote d'Ivoire", ["Côte d’Ivoire"], True),
+        ("", [""], False),
+        (None, ["Paris"], False),
+    ],
+)
+def test_exact(prediction, golds, expected):
+    assert matches(prediction, golds, "exact") is expected
+
+
+# --- reference (spec 4.6) ---
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        ("2", "12", True),
+        ("12", "2", True),
+        ("a", "Nazi Party", True),
+        ("Party", "Nazi Party", True),
+        ("Russian Empire", "Russia", True),
+        ("Itanagar", "Tanagar", True),
+        ("U.S.", "United States", False),
+        ("Côte d'Ivoire", "Cote d'Ivoire", False),
+        ("Italy", "Italy", True),
+        ("It is Italy", "Italy", True),
+        ("Paris\nLondon", "London", False),
+        ("London, England", "London Borough", True),
+        ("Paris / London", "London", True),
+        ("Answer: Paris", "Paris", True),
+        ("Twelve", "12", False),
+        ("", "Paris", False),
+        ("...", "Paris", False),
+        ("Paris", "", False),
+        (None, "Paris", False),
+    ],
+)
+def test_reference(prediction, gold, expected):
+    assert reference_match(prediction, gold) is expected
+    assert matches(prediction, [gold, "ignored alias"], "reference") is expected
+
+
+def test_reference_prefix_has_no_word_boundary_and_at_most_one_goes():
+    assert postprocess_pred("Italy") == "Italy"
+    assert postprocess_pred("It issues") == "sues"
+    assert postprocess_pred("The answer isn't known") == "n't known"
+    assert postprocess_pred("It's Italy.") == "Italy"
+    assert postprocess_pred("Its Italy") == "Its Italy"
+    assert postprocess_pred("Answer: It is Paris") == "It is Paris"
+    assert postprocess_pred("assistant: answer: Paris") == "answer: Paris"
+    assert postprocess_pred("Final answer:\tParis!") == "Paris"
+    assert postprocess_pred("  “Paris”  \nmore") == "“Paris”"
+
+
+def test_reference_normalisation_deletes_punctuation_and_keeps_accents():
+    assert normalize_for_match("U.S.") == "us"
+    assert normalize_for_match("Côte d’Ivoire") == "côte divoire"
+    assert normalize_for_match("  New   York,  NY ") == "new york ny"
+    assert normalize_for_match("It issues") == "sues"
+
+
+def test_reference_candidates():
+    assert extract_candidate_answers("Paris (France)") == ["Paris (France"]
+    assert extract_candidate_answers("Paris (France) is it") == [
+        "Paris (France) is it",
+        "Paris is it",
+    ]
+    assert extract_candidate_answers("London, England") == ["London, England", "London"]
+    assert extract_candidate_answers("I think the answer: 'Paris'.\nNo") == ["Paris"]
+    assert extract_candidate_answers("...") == []
+    assert match_relaxed("Paris (France) is it", "Paris is it") is False
+    assert reference_match("Paris (France) is it", "Paris is it") is True
+
+
+def test_reference_reads_only_the_answer_and_the_first_present_value():
+    rows = [
+        turn("Gordon Brown", "David Cameron", gold_labels=["David Cameron", "Gordon Brown"]),
+        turn("Rishi Sunak", "David Cameron", present_labels=["Keir Starmer", "Rishi Sunak"]),
+    ]
+    relaxed, reference = scored(rows), scored(rows, "reference")
+    assert [r["correct_at1"] for r in relaxed] == [True, False]
+    assert [r["present_match_at1"] for r in relaxed] == [False, True]
+    assert [r["correct_at1"] for r in reference] == [False, False]
+    assert [r["present_match_at1"] for r in reference] == [False, False]
+
+
+# --- overlap counts (spec 4.7) ---
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        ("Prime Minister David Cameron.", "David Cameron", (2, 4, 2)),
+        ("The answer is David Cameron", "David Cameron", (2, 2, 2)),
+        ("Paris Paris Paris", "Paris Paris", (2, 3, 2)),
+        ("U.S.", "US", (1, 1, 1)),
+        ("Paris\nLondon", "London", (0, 1, 1)),
+        (None, "Paris", (0, 0, 1)),
+        ("", "", (0, 0, 0)),
+    ],
+)
+def test_token_counts(prediction, gold, expected):
+    assert token_counts(prediction, gold) == expected
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "expected"),
+    [
+        ("Paris", "Parish", (3, 3, 4)),
+        ("New York", "NewYork", (5, 5, 5)),
+        ("aaaa", "aaa", (1, 2, 1)),
+        ("ab", "ab", (1, 1, 1)),
+        ("a", "ab", (0, 1, 1)),
+        ("ab", "abc", (0, 1, 1)),
+        ("", "abc", (0, 0, 1)),
+        (None, "abc", (0, 0, 1)),
+        ("Zürich", "Zurich", (2, 4, 4)),
+        ("東京都", "東京", (0, 1, 1)),
+        ("東京", "東京", (1, 1, 1)),
+    ],
+)
+def test_char3_counts(prediction, gold, expected):
+    assert char3_counts(prediction, gold) == expected
+
+
+# --- turns and tables ---
+
+
+def test_gold_set_aliases_and_the_uk_in_2010():
+    golds = {"answer": "David Cameron", "gold_labels": ["Gordon Brown", "David Cameron"]}
+    rows = [
+        turn("Gordon Brown", **golds),
+        turn("David Cameron", **golds),
+        turn("Tony Blair", **golds),
+        turn("UK", "United Kingdom", gold_aliases=["UK", "Britain"]),
+        turn("Great Britain", "United Kingdom", gold_aliases=["UK", "Britain"]),
+    ]
+    assert [r["correct_at1"] for r in scored(rows)] == [True, True, False, True, True]
+    assert [r["correct_at1"] for r in scored(rows, "exact")] == [True, True, False, True, False]
+    assert [r["correct_at1"] for r in scored(rows, "reference")] == [
+        False,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_top_k_candidates():
+    rows = [
+        turn("Lyon", candidates=["Lyon", "Paris"]),
+        turn("Paris", candidates=["Paris", "Lyon"]),
+        turn("Lyon", candidates=["Lyon", None, "Marseille"]),
+        turn("Paris", candidates=[]),
+        turn("Lyon", candidates=None),
+    ]
+    for mode in MODES:
+        result = scored(rows, mode)
+        assert [r["correct_at1"] for r in result] == [False, True, False, True, False]
+        assert [r["correct_atk"] for r in result] == [True, True, False, True, False]
+
+
+def test_drift_only_on_eligible_wrong_turns_with_a_present_value():
+    present = {"present_labels": ["Keir Starmer"]}
+    gold = {"answer": "David Cameron"}
+    rows = [
+        turn("Keir Starmer", **gold, **present, drift_eligible=True),
+        turn("Keir Starmer", **gold, **present, drift_eligible=False),
+        turn("David Cameron", **gold, **present, drift_eligible=True),
+        turn("Boris Johnson", **gold, **present, drift_eligible=True),
+        turn(
+            "Boris Johnson",
+            **gold,
+            candidates=["Boris Johnson", "Keir Starmer"],
+            **present,
+            drift_eligible=True,
+        ),
+        turn(
+            "Keir Starmer",
+            **gold,
+            candidates=["Keir Starmer", "David Cameron"],
+            **present,
+            drift_eligible=True,
+        ),
+        turn(None, **gold, **present, drift_eligible=True),
+    ]
+    for mode in MODES:
+        result = scored(rows, mode)
+        assert [r["drift_at1"] for r in result] == [True, False, False, False, False, True, False]
+        assert [r["drift_atk"] for r in result] == [True, False, False, False, True, False, False]
+        assert [r["present_match_at1"] for r in result] == [
+            True,
+            True,
+            False,
+            False,
+            False,
+            True,
+            False,
+        ]
+
+
+def test_a_failed_turn_is_wrong_and_predicts_nothing():
+    (result,) = scored(
+        [turn(None, "David Cameron", present_labels=["Keir Starmer"], drift_eligible=True)]
+    )
+    assert result == {
+        **dict.fromkeys(SCORE_SCHEMA.names[:6], False),
+        "tok_tp": 0, "tok_pred": 0, "tok_gold": 2, "ch_tp": 0, "ch_pred": 0, "ch_gold": 10,
+    }  # fmt: skip
+
+
+def test_score_turn_matches_the_table():
+    row = turn("It's Paris, I think", candidates=["It's Paris, I think", "Lyon"])
+    assert score_turn(*row.values()) == tuple(scored([row])[0].values())
+
+
+def test_other_columns_pass_through_in_order():
+    rows = [turn("Paris"), turn("Lyon"), turn(None)]
+    table = pa.Table.from_pylist(rows, schema=TURNS)
+    table = table.add_column(0, "chain_id", pa.chunked_array([["c"], ["b", "a"]]))
+    result = score_turns(table)
+    assert result.column_names == ["chain_id", *TURNS.names, *SCORE_SCHEMA.names]
+    assert result["chain_id"].to_pylist() == ["c", "b", "a"]
+    assert result["correct_at1"].to_pylist() == [True, False, False]
+    assert result.schema.field("tok_tp").type == pa.int64()
+    assert score_turns(result).equals(result)
+
+
+def test_empty_table_and_bad_input():
+    empty = pa.Table.from_pylist([], schema=TURNS)
+    assert score_turns(empty).equals(score_turns_loop(empty))
+    assert score_turns(empty).schema.names[-12:] == SCORE_SCHEMA.names
+    with pytest.raises(ValueError, match="match mode"):
+        score_turns(empty, "semantic")
+    with pytest.raises(ValueError, match="candidates"):
+        score_turns(empty.drop_columns(["candidates"]))
+
+
+# --- the two implementations agree ---
+
+TRICKY = [
+    "Paris", "paris", "PARIS", "Côte", "Cote", "Co\u0302te", "d'Ivoire", "d’Ivoire", "Nazi",
+    "Party", "a", "A", "2", "12", "twelve", "Twelve", "20", "twenty", "0", "007", "U.S.", "US",
+    "United", "States", "Russia", "Russian", "Empire", "Itanagar", "Tanagar", "Italy", "It", "it's",
+    "It’s", "is", "isn't", "the", "answer", "Answer:", "answer :", "Final answer:", "final",
+    "assistant:", "Assistant:", "The answer is", "It is", "IT IS", "(France)", "(", ")", ",", ";",
+    "/", "|", ".", "!", "?", "-", "_", "__", "'", '"', "“", "”", "‘", "’", "…", "«", "»", "Straße",
+    "STRASSE", "ΟΔΟ", "οδος", "ς", "İstanbul", "istanbul", "ı", "東京", "東京都", "Москва", "москва",
+    "ﬁnal", "ｆｕｌｌ", "①", "½", "²", "é", "e\u0301", "ñ", "\u00a0", "\t", "\n", "\r\n", "\r",
+    "\u2028", "\x1c", "\x0b", "\u3000", "", " ", "  ", "Zürich", "Zurich", "ǅ", "Ⅻ", "٣", "३",
+    "नमस्ते", "ก่", "👍", "_x_", "**", "- ", "Gordon", "Brown", "David", "Cameron", "UK", "Kingdom",
+    "ſ", "K", "\u200b", "\u00ad", "C++", "$5", "1,000", "3.5", "answer\u3000:", "ANSWER:", "(x)",
+    "_\t", "it is_", "\u3000Paris",
+]  # fmt: skip
+ASCII = [word for word in TRICKY if word.isascii()]
+# Capital sigma (lowercased by context), a Kawi letter and a code point unassigned in Python's
+# Unicode 14 (RE2 and utf8proc know them).
+PYTHON_ONLY = ["ΣΑΣ", "ΣΑΣa", "a\U00011f04b", "\u0378", "\U0001fae8"]
+JOINERS = [" ", " ", " ", "", ", ", "\n", "; ", " / ", " (", ") ", ": ", "\t", "-"]
+
+
+class Generator:
+    """Rows of tricky strings; half of them ASCII only (the byte-table path), a few holding a
+    character only the per-turn path handles."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.vocabulary = TRICKY
+
+    def phrase(self, words: int) -> str:
+        text = ""
+        for _ in range(words):
+            pool = PYTHON_ONLY if self.rng.random() < 0.002 else self.vocabulary
+            text += self.rng.choice(pool) + self.rng.choice(JOINERS)
+        return text.strip(" ") if self.rng.random() < 0.7 else text
+
+    def guess(self, golds: list[str]) -> str | None:
+        roll = self.rng.random()
+        if roll < 0.03:
+            return None
+        if roll < 0.55:
+            gold = self.rng.choice(golds)
+            return self.phrase(self.rng.randint(0, 2)) + gold + self.phrase(self.rng.randint(0, 3))
+        return self.phrase(self.rng.randint(0, 6))
+
+    def row(self) -> dict:
+        rng = self.rng
+        self.vocabulary = ASCII if rng.random() < 0.5 else TRICKY
+        answer = None if rng.random() < 0.01 else self.phrase(rng.randint(1, 3))
+        labels = [answer] if answer is not None and rng.random() < 0.8 else []
+        labels += [self.phrase(rng.randint(0, 2)) for _ in range(rng.choice([0, 0, 1, 2]))]
+        labels += [None] if rng.random() < 0.02 else []
+        aliases = [self.phrase(rng.randint(1, 2)) for _ in range(rng.choice([0, 0, 1]))]
+        present = [self.phrase(rng.randint(1, 2)) for _ in range(rng.choice([0, 1, 1, 2]))]
+        golds = [g for g in [answer, *labels, *aliases, *present] if g is not None] or [""]
+        prediction = self.guess(golds)
+        candidates = [prediction] if prediction is not None else []
+        candidates += [self.guess(golds) for _ in range(rng.choice([0, 1, 2, 4]))]
+        if rng.random() < 0.05:
+            candidates = rng.choice([None, [], [self.guess(golds)]])
+        return {
+            "prediction": prediction,
+            "candidates": candidates,
+            "answer": answer,
+            "gold_labels": labels,
+            "gold_aliases": aliases,
+            "present_labels": present,
+            "drift_eligible": rng.random() < (0.5 if present else 0.02),
+        }
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_vectorised_equals_loop(mode, monkeypatch):
+    monkeypatch.setattr(matching, "_BATCH_ROWS", 997)
+    generator = Generator(seed=MODES.index(mode))
+    table = pa.Table.from_pylist([generator.row() for _ in range(3000)], schema=TURNS)
+    inputs = {name: table[name].combine_chunks() for name in matching.INPUT_COLUMNS}
+    assert matching._needs_python(inputs).mean() < 0.1
+    fast, loop = score_turns(table, mode), score_turns_loop(table, mode)
+    for name in SCORE_SCHEMA.names:
+        differ = [i for i, (a, b) in enumerate(zip(fast[name], loop[name], strict=True)) if a != b]
+        assert not differ, (name, [table.slice(i, 1).to_pylist()[0] for i in differ[:3]])
+    assert sum(fast["correct_at1"].to_pylist()) > 150
+    assert sum(fast["drift_atk"].to_pylist()) > 20
+
+
+def test_vectorised_normalisers_equal_python_on_generated_strings():
+    generator = Generator(seed=7)
+    texts = []
+    for row in (generator.row() for _ in range(2000)):
+        texts += [row["prediction"], row["answer"], *(row["candidates"] or ())]
+        texts += [*row["gold_labels"], *row["gold_aliases"], *row["present_labels"]]
+    texts = [text for text in texts if text is not None]
+    python_only = pc.match_substring_regex(
+        pa.array(texts), f"[{matching._unassigned_class()}Σ]"
+    ).to_pylist()
+    texts = [text for text, skip in zip(texts, python_only, strict=True) if not skip]
+    array = pa.array(texts)
+    assert matching._relaxed_gold(array).to_pylist() == [normalize(t) for t in texts]
+    assert matching._relaxed_prediction(array).to_pylist() == [
+        normalize_prediction(t) for t in texts
+    ]
+    assert matching._reference_normalize(array).to_pylist() == [
+        normalize_for_match(t) for t in texts
+    ]
+    ids = pa.array(range(len(texts)), pa.int64())
+    probes = matching._reference_probes(pa.table({"id": ids, "row": ids, "text": array}))
+    found: list[set[str]] = [set() for _ in texts]
+    for probe in probes.to_pylist():
+        found[probe["id"]].add(probe["text"])
+    assert found == [{normalize_for_match(c) for c in extract_candidate_answers(t)} for t in texts]
+
+
+def test_arrow_normalisation_equals_python_on_every_assigned_character():
+    """Why only unassigned code points and capital sigma need the per-turn fallback."""
+    assigned = [
+        chr(code)
+        for code in range(0x110000)
+        if unicodedata.category(chr(code)) not in ("Cn", "Cs", "Co") and chr(code) != "Σ"
+    ]
+    golds = [f"A{c}b{c}" for c in assigned]
+    predictions = [f"It is{c}Paris{c}" for c in assigned]
+    gold_array, prediction_array = pa.array(golds), pa.array(predictions)
+    assert matching._relaxed_gold(gold_array).to_pylist() == [normalize(g) for g in golds]
+    assert matching._relaxed_prediction(prediction_array).to_pylist() == [
+        normalize_prediction(p) for p in predictions
+    ]
+    assert matching._reference_normalize(gold_array).to_pylist() == [
+        normalize_for_match(g) for g in golds
+    ]
+
+
+def test_character_sets_are_pythons():
+    everything = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    assert "".join(c for c in everything if c.isspace()) == WHITESPACE
+    breaks = "".join(c for c in everything if len(f"a{c}b".splitlines()) == 2)
+    assert breaks == "".join(sorted(matching._LINE_BREAKS))
