@@ -534,3 +534,24 @@ def test_character_sets_are_pythons():
     assert "".join(c for c in everything if c.isspace()) == WHITESPACE
     breaks = "".join(c for c in everything if len(f"a{c}b".splitlines()) == 2)
     assert breaks == "".join(sorted(matching._LINE_BREAKS))
+
+
+def test_a_present_day_label_that_contains_the_gold_is_not_the_gold():
+    row = dict(
+        prediction="Auvergne-Rhône-Alpes",
+        candidates=["Auvergne-Rhône-Alpes"],
+        answer="Rhône-Alpes",
+        gold_labels=["Rhône-Alpes"],
+        gold_aliases=[],
+        present_labels=["Auvergne-Rhône-Alpes"],
+        drift_eligible=True,
+    )
+    right = {**row, "prediction": "It was Rhône-Alpes.", "candidates": ["Rhône-Alpes"]}
+    both = {**row, "prediction": "Rhône-Alpes, now Auvergne-Rhône-Alpes"}
+    table = pa.Table.from_pylist([row, right, both])
+    for scored in (score_turns(table), score_turns_loop(table)):
+        assert scored.column("correct_at1").to_pylist() == [False, True, True]
+        assert scored.column("drift_at1").to_pylist() == [True, False, False]
+    assert not matches("Auvergne-Rhône-Alpes", ["Rhône-Alpes"], "relaxed", ["Auvergne-Rhône-Alpes"])
+    assert matches("Auvergne-Rhône-Alpes", ["Rhône-Alpes"], "relaxed")
+    assert matches("Auvergne-Rhône-Alpes", ["Auvergne-Rhône-Alpes"], "relaxed", ["Rhône-Alpes"])

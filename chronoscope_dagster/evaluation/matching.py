@@ -124,9 +124,18 @@ def gold_values(golds: Iterable[str | None]) -> list[str]:
     return values
 
 
-def matches(prediction: str | None, golds: Sequence[str | None], mode: str = "relaxed") -> bool:
+def matches(
+    prediction: str | None,
+    golds: Sequence[str | None],
+    mode: str = "relaxed",
+    distractors: Sequence[str | None] = (),
+) -> bool:
     """Whether ``prediction`` answers a turn whose gold set is ``golds``; the reference mode
-    reads only ``golds[0]`` (the reference has one gold string)."""
+    reads only ``golds[0]`` (the reference has one gold string).
+
+    Relaxed only: a ``distractor`` (another known answer, such as the present-day value) that
+    contains a gold value is removed from the prediction first, so "Auvergne-Rhône-Alpes" does
+    not answer "Rhône-Alpes" when the former is the other answer the turn is about."""
     _check_mode(mode)
     if prediction is None:
         return False
@@ -135,9 +144,14 @@ def matches(prediction: str | None, golds: Sequence[str | None], mode: str = "re
     predicted = normalize_prediction(prediction)
     if not predicted:
         return False
+    values = gold_values(golds)
     if mode == "exact":
-        return predicted in gold_values(golds)
-    return any(f" {gold} " in f" {predicted} " for gold in gold_values(golds))
+        return predicted in values
+    padded = f" {predicted} "
+    for distractor in gold_values(distractors):
+        if distractor not in values and any(f" {v} " in f" {distractor} " for v in values):
+            padded = re.sub(rf"(?<= ){re.escape(distractor)}(?= )", "|", padded)
+    return any(f" {value} " in padded for value in values)
 
 
 # --- the reference matcher (spec 4.6) ------------------------------------------------------
@@ -297,10 +311,10 @@ def score_turn(
     answer = answer if answer is not None else ""
     golds = [answer, *(gold_labels or ()), *(gold_aliases or ())]
     presents = list(present_labels or ())
-    ok1 = matches(prediction, golds, mode)
-    okk = ok1 or any(matches(c, golds, mode) for c in candidates or ())
-    present1 = matches(prediction, presents, mode)
-    presentk = present1 or any(matches(c, presents, mode) for c in candidates or ())
+    ok1 = matches(prediction, golds, mode, presents)
+    okk = ok1 or any(matches(c, golds, mode, presents) for c in candidates or ())
+    present1 = matches(prediction, presents, mode, golds)
+    presentk = present1 or any(matches(c, presents, mode, golds) for c in candidates or ())
     eligible = bool(drift_eligible)
     return TurnScore(
         ok1,
@@ -452,7 +466,7 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
         probes, golds = _reference_probes(probes), _reference_golds(inputs)
     else:
         probes, golds = _normalised_probes(probes), _normalised_golds(inputs)
-    ids, kinds = _matched(probes, golds, mode)
+    ids, kinds, shadowed = _matched(probes, golds, mode)
     at1 = np.zeros((2, rows), dtype=bool)
     atk = np.zeros((2, rows), dtype=bool)
     top = ids < rows
@@ -472,7 +486,9 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
             _on_distinct(inputs["answer"].fill_null(""), _reference_normalize),
         ),
     }
-    for row in np.flatnonzero(_needs_python(inputs)):
+    needs_python = _needs_python(inputs)
+    needs_python[shadowed] = True
+    for row in np.flatnonzero(needs_python):
         score = score_turn(*(inputs[name][row].as_py() for name in INPUT_COLUMNS), mode)
         for name, value in zip(SCORE_SCHEMA.names, score, strict=True):
             scores[name][row] = value
@@ -593,8 +609,11 @@ def _non_empty(table: pa.Table) -> pa.Table:
     return table.filter(pc.not_equal(table["text"], ""))
 
 
-def _matched(probes: pa.Table, golds: pa.Table, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """(probe id, gold kind) for every probe that matches a gold value of its own row.
+def _matched(
+    probes: pa.Table, golds: pa.Table, mode: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(probe id, gold kind) for every probe that matches a gold value of its own row, and the
+    rows where a relaxed match may be a distractor's (left to the per-turn path).
 
     The reference's last resort (split on , ; / |) is not needed: a part of the postprocessed
     prediction normalises to a substring of the whole prediction's normal form, so a part equal
@@ -615,7 +634,24 @@ def _matched(probes: pa.Table, golds: pa.Table, mode: str) -> tuple[np.ndarray, 
                  g AS (SELECT row, kind, {text} AS text FROM golds)
             SELECT p.id, g.kind FROM p JOIN g ON p.row = g.row AND ({condition})"""
         ).fetchnumpy()
-    return np.asarray(found["id"], np.int64), np.asarray(found["kind"], np.int64)
+        shadowed = (
+            connection.execute(
+                f"""
+                WITH p AS (SELECT id, row, {text} AS text FROM probes),
+                     g AS (SELECT row, kind, {text} AS text FROM golds)
+                SELECT DISTINCT p.row FROM p
+                JOIN g ON p.row = g.row AND contains(p.text, g.text)
+                JOIN g AS d ON d.row = g.row AND d.kind <> g.kind AND d.text <> g.text
+                           AND contains(d.text, g.text) AND contains(p.text, d.text)"""
+            ).fetchnumpy()["row"]
+            if mode == "relaxed"
+            else []
+        )
+    return (
+        np.asarray(found["id"], np.int64),
+        np.asarray(found["kind"], np.int64),
+        np.asarray(shadowed, np.int64),
+    )
 
 
 def _needs_python(inputs: dict[str, pa.Array]) -> np.ndarray:
