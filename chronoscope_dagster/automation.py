@@ -7,7 +7,8 @@ from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.resources import ModelRegistry
 
 EVALUATION = dg.AssetSelection.assets("predictions", "metrics")
-PER_MODEL = EVALUATION | dg.AssetSelection.assets("probe_runs")
+PROBE = dg.AssetSelection.assets("probe_runs")
+PER_MODEL = EVALUATION | PROBE
 
 main_job = dg.define_asset_job(
     "chronoscope_main",
@@ -31,13 +32,20 @@ evaluation_job = dg.define_asset_job(
 )
 
 
+probe_job = dg.define_asset_job(
+    "probe_model",
+    selection=PROBE,
+    description="The time-grounded probe's four arms for one model partition.",
+)
+
+
 @dg.sensor(
     name="model_registry",
-    job=evaluation_job,
+    jobs=[evaluation_job, probe_job],
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Adds a `model` partition for every new entry of the model registry and "
-    "requests its evaluation under every setting.",
+    "requests its evaluation under every setting and its probe run.",
 )
 def model_registry_sensor(
     context: dg.SensorEvaluationContext, models: ModelRegistry
@@ -50,11 +58,20 @@ def model_registry_sensor(
     return dg.SensorResult(
         dynamic_partitions_requests=[model_partitions.build_add_request(new)],
         run_requests=[
-            dg.RunRequest(
-                run_key=f"{model}/{setting}",
-                partition_key=dg.MultiPartitionKey({"model": model, "setting": setting}),
-            )
-            for model in new
-            for setting in SETTINGS
+            *(
+                dg.RunRequest(
+                    run_key=f"{model}/{setting}",
+                    partition_key=dg.MultiPartitionKey({"model": model, "setting": setting}),
+                    job_name=evaluation_job.name,
+                )
+                for model in new
+                for setting in SETTINGS
+            ),
+            *(
+                dg.RunRequest(
+                    run_key=f"{model}/probe", partition_key=model, job_name=probe_job.name
+                )
+                for model in new
+            ),
         ],
     )

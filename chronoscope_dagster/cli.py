@@ -3,6 +3,7 @@
 chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--models FILE] [--select SELECTION]
 chronoscope sql [--home DIR] "QUERY"
 chronoscope models list [--models FILE] | convert OUT_DIR [--gguf FILE] [--dtype DTYPE]
+chronoscope probe --export FILE [--generated N] [--seed S]
 """
 
 from __future__ import annotations
@@ -127,6 +128,17 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     convert.set_defaults(handler=_models_convert)
 
+    probe = commands.add_parser(
+        "probe",
+        help="export the time-grounded probe's corpus as LongMemEval JSON",
+        description="Write the probe corpus (authored and generated items) as a LongMemEval "
+        "JSON file, with a .specs.json sidecar holding each answer's derivation rule.",
+    )
+    probe.add_argument("--export", metavar="FILE", required=True, help="file to write")
+    probe.add_argument("--generated", type=int, default=120, help="generated items (default 120)")
+    probe.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    probe.set_defaults(handler=_probe)
+
     sql = commands.add_parser(
         "sql",
         help="run read-only SQL over the warehouse and print CSV",
@@ -226,11 +238,12 @@ def _model_registry(path: str | None) -> str | None:
 
     if path:
         path = str(Path(path).expanduser().resolve())
-        os.environ[REGISTRY_ENV] = path
     try:
         load_registry(registry_path(path or ""))
     except RegistryError as error:
         raise UsageError(str(error)) from error
+    if path:
+        os.environ[REGISTRY_ENV] = path
     return path
 
 
@@ -255,6 +268,20 @@ def _models_convert(args: argparse.Namespace) -> int:
 
     argv = [args.out_dir, "--dtype", args.dtype, *(["--gguf", args.gguf] if args.gguf else [])]
     return convert(argv)
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from chronoscope_dagster.probe import CorpusError, build_corpus, export_corpus
+
+    if args.generated < 0:
+        raise UsageError("--generated must be at least 0")
+    try:
+        corpus = build_corpus(args.generated, args.seed)
+    except CorpusError as error:
+        raise UsageError(str(error)) from error
+    path = export_corpus(corpus, Path(args.export).expanduser())
+    print(f"{len(corpus.items)} items ({corpus.id}, sha256 {corpus.sha256()[:12]}) -> {path}")
+    return 0
 
 
 def _ensure_dagster_home(warehouse: Warehouse) -> None:

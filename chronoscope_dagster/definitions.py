@@ -11,6 +11,7 @@ from chronoscope_dagster.automation import (
     evaluation_job,
     main_job,
     model_registry_sensor,
+    probe_job,
 )
 from chronoscope_dagster.checks import chains as chains_checks
 from chronoscope_dagster.checks import evaluation as evaluation_checks
@@ -40,7 +41,7 @@ def build_definitions(
         asset_checks=dg.load_asset_checks_from_modules(
             [ingest_checks, truth_checks, chains_checks, evaluation_checks, probe]
         ),
-        jobs=[main_job, ci_checks_job, evaluation_job],
+        jobs=[main_job, ci_checks_job, evaluation_job, probe_job],
         sensors=[model_registry_sensor],
         resources={
             "warehouse": WarehouseResource(home=str(warehouse.home)),

@@ -11,6 +11,20 @@ TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
 
 
+@pytest.fixture(autouse=True)
+def _restore_environment():
+    """The command line exports its settings for Dagster's processes; tests call it in process."""
+    saved = {
+        k: os.environ.get(k) for k in ("CHRONOSCOPE_MODELS", "CHRONOSCOPE_HOME", "DAGSTER_HOME")
+    }
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
 @pytest.fixture(scope="session")
 def real_data() -> Path:
     """The real Wikidata entities beside the repository (../shared/wikidata-real)."""

@@ -18,6 +18,7 @@ from chronoscope_dagster.probe import (
     build_report,
     chat_agent_for_model,
     export_corpus,
+    judge_for_model,
     read_corpus,
     render_markdown,
     run_probe,
@@ -47,6 +48,11 @@ class ProbeRunConfig(dg.Config):
         ge=0,
         description="Probe only the first N items of each question type (0: every item); the "
         "embedded CPU model takes about 2 s per item and arm.",
+    )
+    judge_model: str = Field(
+        default="",
+        description="A registry model that also judges every answer with the temporal "
+        "criteria; its verdict is recorded beside the deterministic checker's.",
     )
 
 
@@ -157,8 +163,10 @@ def probe_runs(
     corpus = first_per_type(load_corpus(store), config.items_per_type)
     context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
     started = time.perf_counter()
-    agent = chat_agent_for_model(spec, store.home / "cache" / "responses.sqlite")
-    run = run_probe(corpus, agent, model=model)
+    cache = store.home / "cache" / "responses.sqlite"
+    agent = chat_agent_for_model(spec, cache)
+    judge = judge_for_model(models.spec(config.judge_model), cache) if config.judge_model else None
+    run = run_probe(corpus, agent, model=model, judge=judge)
     rows = pa.Table.from_pylist([row.as_dict() for row in run.rows])
     store.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
     with store.writing("probe_runs", RUN_FILE, model=model) as path:

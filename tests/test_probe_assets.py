@@ -1,0 +1,62 @@
+"""The probe through Dagster: corpus, runs per model, report, and its blocking check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import dagster as dg
+
+from chronoscope_dagster.cli import main
+from chronoscope_dagster.definitions import build_definitions
+from chronoscope_dagster.warehouse import Warehouse
+
+
+def test_probe_runs_every_model_and_reports(sample_home):
+    home, _ = sample_home
+    store = Warehouse(home)
+    rows = store.query(
+        """SELECT model, arm, count(*) AS n, count_if(check_correct) AS correct
+           FROM probe_runs GROUP BY ALL ORDER BY ALL"""
+    ).to_pylist()
+    by_key = {(r["model"], r["arm"]): r for r in rows}
+    assert {model for model, _ in by_key} == {"local", "oracle", "present_day"}
+    assert {arm for _, arm in by_key} == {"control", "probe", "oracle", "floor"}
+    assert all(r["n"] == 3 for r in rows), "one item of each of the three types"
+    assert by_key[("oracle", "control")]["correct"] == 3
+    assert by_key[("oracle", "probe")]["correct"] == 3
+    assert by_key[("local", "oracle")]["correct"] == 3, "the ceiling reads the gold sessions"
+    assert by_key[("present_day", "control")]["correct"] == 0
+    report = (store.partition_dir("probe_report") / "report.md").read_text()
+    for model in ("local", "oracle", "present_day"):
+        assert f"# Time-grounded probe: {model}" in report
+    assert "sign test" in report
+    corpus = json.loads((store.partition_dir("probe_corpus") / "corpus.json").read_text())
+    assert len(corpus) == 135
+
+
+def test_a_date_in_a_message_fails_the_corpus_check(sample_home, tmp_path):
+    home, _ = sample_home
+    copy = tmp_path / "home"
+    shutil.copytree(home, copy)
+    path = Warehouse(copy).partition_dir("probe_corpus") / "corpus.json"
+    items = json.loads(path.read_text())
+    items[0]["haystack_sessions"][0][0]["content"] += " See you on March 3rd."
+    path.write_text(json.dumps(items))
+    result = (
+        build_definitions(str(copy))
+        .resolve_job_def("ci_checks")
+        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+    )
+    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    assert failed == {"probe_corpus_valid"}
+
+
+def test_probe_export_writes_longmemeval_json(tmp_path, capsys):
+    target = tmp_path / "probe.json"
+    assert main(["probe", "--export", str(target), "--generated", "6", "--seed", "3"]) == 0
+    items = json.loads(target.read_text())
+    assert len(items) == 15 + 6
+    assert {"question_id", "haystack_sessions", "haystack_dates", "answer"} <= set(items[0])
+    assert (tmp_path / "probe.specs.json").exists()
+    assert "21 items" in capsys.readouterr().out
