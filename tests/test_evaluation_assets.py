@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 
 import dagster as dg
 import pyarrow as pa
@@ -12,13 +11,13 @@ import pytest
 
 from chronoscope_dagster.automation import model_registry_sensor
 from chronoscope_dagster.cli import main
-from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import RegistryError
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.resources import ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS, TEST_MODELS
+from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
@@ -61,8 +60,7 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
 
 def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
     home, _ = sample_home
-    copy = tmp_path / "home"
-    shutil.copytree(home, copy)
+    copy = copy_home(home, tmp_path)
     results = run_selection(
         home=str(copy),
         selection="predictions",
@@ -87,34 +85,24 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
 
 def test_the_ci_job_fails_on_a_missing_prediction(sample_home, tmp_path):
     home, _ = sample_home
-    copy = tmp_path / "home"
-    shutil.copytree(home, copy)
+    copy = copy_home(home, tmp_path)
     path = Warehouse(copy).data_path("predictions", model="local", setting="gold_context")
     table = pq.read_table(path)
     pq.write_table(table.slice(1), path)
-    result = (
-        build_definitions(str(copy))
-        .resolve_job_def("ci_checks")
-        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-    )
+    result = run_ci_checks(copy)
     assert not result.success
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    failed = failed_checks(result)
     assert failed == {"predictions_one_per_turn"}
 
 
 def test_an_error_row_fails_only_the_warning_check(sample_home, tmp_path):
     home, _ = sample_home
-    copy = tmp_path / "home"
-    shutil.copytree(home, copy)
+    copy = copy_home(home, tmp_path)
     path = Warehouse(copy).data_path("predictions", model="oracle", setting="questions_only")
     rows = pq.read_table(path).to_pylist()
     rows[0].update(prediction=None, candidates=[], error="http_503: overloaded")
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
-    result = (
-        build_definitions(str(copy))
-        .resolve_job_def("ci_checks")
-        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-    )
+    result = run_ci_checks(copy)
     assert result.success, "a backend error is a warning: the rows are counted, not missing"
     evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
     assert not evaluations["predictions_without_errors"].passed
@@ -197,8 +185,7 @@ def test_metrics_leaderboard_and_report(sample_home):
 
 def test_a_wrong_oracle_answer_fails_the_run(sample_home, tmp_path):
     home, _ = sample_home
-    copy = tmp_path / "home"
-    shutil.copytree(home, copy)
+    copy = copy_home(home, tmp_path)
     path = Warehouse(copy).data_path("predictions", model="oracle", setting="gold_context")
     rows = pq.read_table(path).to_pylist()
     rows[0].update(prediction="Nobody", candidates=["Nobody"])

@@ -1,7 +1,6 @@
 """The ingest stage end to end on the embedded sample, through Dagster, in process."""
 
 import json
-import shutil
 
 import dagster as dg
 import pytest
@@ -12,6 +11,7 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS
+from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
 def test_every_run_and_check_passes(sample_home):
@@ -82,18 +82,14 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
 
 def test_ci_check_job_fails_on_a_corrupted_input(sample_home, tmp_path):
     home, _ = sample_home
-    corrupted = tmp_path / "home"
-    shutil.copytree(home, corrupted)
+    corrupted = copy_home(home, tmp_path)
     report_path = corrupted / "claims" / "snapshot_year=2023" / "report.json"
     report = json.loads(report_path.read_text())
     report["counts"]["statements_seen"] += 1  # one statement no longer accounted for
     report_path.write_text(json.dumps(report))
-    defs = build_definitions(str(corrupted))
-    result = defs.resolve_job_def("ci_checks").execute_in_process(
-        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False
-    )
+    result = run_ci_checks(corrupted)
     assert not result.success
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    failed = failed_checks(result)
     assert failed == {"claims_reconcile"}
 
 
@@ -112,8 +108,7 @@ def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
     import pyarrow.parquet as pq
 
     home, _ = sample_home
-    corrupted = tmp_path / "home"
-    shutil.copytree(home, corrupted)
+    corrupted = copy_home(home, tmp_path)
     path = Warehouse(corrupted).data_path("truth", snapshot_year="2024")
     table = pq.read_table(path)
     rows = table.to_pylist()
@@ -122,13 +117,9 @@ def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
     )
     rows[victim]["value_qids"] = ["Q1"]  # a value that holds nowhere
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
-    result = (
-        build_definitions(str(corrupted))
-        .resolve_job_def("ci_checks")
-        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-    )
+    result = run_ci_checks(corrupted)
     assert not result.success
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    failed = failed_checks(result)
     assert failed == {
         "truth_values_hold_at_anchor",
         "truth_keys_and_canonical",

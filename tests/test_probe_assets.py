@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
-
-import dagster as dg
 
 from chronoscope_dagster.cli import main
-from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.warehouse import Warehouse
+from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
 def test_probe_runs_every_model_and_reports(sample_home):
@@ -37,18 +34,13 @@ def test_probe_runs_every_model_and_reports(sample_home):
 
 def test_a_date_in_a_message_fails_the_corpus_check(sample_home, tmp_path):
     home, _ = sample_home
-    copy = tmp_path / "home"
-    shutil.copytree(home, copy)
+    copy = copy_home(home, tmp_path)
     path = Warehouse(copy).partition_dir("probe_corpus") / "corpus.json"
     items = json.loads(path.read_text())
     items[0]["haystack_sessions"][0][0]["content"] += " See you on March 3rd."
     path.write_text(json.dumps(items))
-    result = (
-        build_definitions(str(copy))
-        .resolve_job_def("ci_checks")
-        .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
-    )
-    failed = {e.check_name for e in result.get_asset_check_evaluations() if not e.passed}
+    result = run_ci_checks(copy)
+    failed = failed_checks(result)
     assert failed == {"probe_corpus_valid"}
 
 

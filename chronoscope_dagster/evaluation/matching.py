@@ -869,20 +869,31 @@ def _token_overlap(predicted: pa.Array, expected: pa.Array) -> tuple[np.ndarray,
         non_empty = pc.not_equal(tokens, "").to_numpy(zero_copy_only=False)
         flat.append((owners[non_empty], tokens.filter(pa.array(non_empty))))
     (pred_rows, pred_tokens), (gold_rows, gold_tokens) = flat
-    gold_codes = pc.dictionary_encode(gold_tokens)
-    width = max(len(gold_codes.dictionary), 1)
-    pred_codes = pc.index_in(pred_tokens, value_set=gold_codes.dictionary)
-    known = pred_codes.is_valid().to_numpy(zero_copy_only=False)
-    tp = _overlap(
-        rows,
-        pred_rows[known] * width + pred_codes.drop_null().to_numpy().astype(np.int64),
-        gold_rows * width + gold_codes.indices.to_numpy().astype(np.int64),
-        width,
-    )
+    tp = _coded_overlap(rows, pred_rows, pred_tokens, gold_rows, gold_tokens)
     return (
         tp,
         np.bincount(pred_rows, minlength=rows).astype(np.int64),
         np.bincount(gold_rows, minlength=rows).astype(np.int64),
+    )
+
+
+def _coded_overlap(
+    rows: int,
+    pred_rows: np.ndarray,
+    pred_values: pa.Array,
+    gold_rows: np.ndarray,
+    gold_values: pa.Array,
+) -> np.ndarray:
+    """Shared (row, value) pairs per row, values coded by the gold side's dictionary."""
+    gold_codes = pc.dictionary_encode(gold_values)
+    width = max(len(gold_codes.dictionary), 1)
+    pred_codes = pc.index_in(pred_values, value_set=gold_codes.dictionary)
+    known = pred_codes.is_valid().to_numpy(zero_copy_only=False)
+    return _overlap(
+        rows,
+        pred_rows[known] * width + pred_codes.drop_null().to_numpy().astype(np.int64),
+        gold_rows * width + gold_codes.indices.to_numpy().astype(np.int64),
+        width,
     )
 
 
@@ -905,16 +916,7 @@ def _char3_overlap(predicted: pa.Array, expected: pa.Array) -> tuple[np.ndarray,
     if rows * width < 2**62:
         tp = _overlap(rows, pred_rows * width + pred_grams, gold_rows * width + gold_grams, width)
     else:
-        gold_codes = pc.dictionary_encode(pa.array(gold_grams))
-        width = max(len(gold_codes.dictionary), 1)
-        pred_codes = pc.index_in(pa.array(pred_grams), value_set=gold_codes.dictionary)
-        known = pred_codes.is_valid().to_numpy(zero_copy_only=False)
-        tp = _overlap(
-            rows,
-            pred_rows[known] * width + pred_codes.drop_null().to_numpy().astype(np.int64),
-            gold_rows * width + gold_codes.indices.to_numpy().astype(np.int64),
-            width,
-        )
+        tp = _coded_overlap(rows, pred_rows, pa.array(pred_grams), gold_rows, pa.array(gold_grams))
     return (
         tp,
         np.bincount(pred_rows, minlength=rows).astype(np.int64),
