@@ -1,0 +1,453 @@
+"""The paraphrased subset: the answer-equivalence filter, the retry loop, kept chains, the
+paraphrased turns table, the stratified subset, and one run of the embedded model."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections import Counter
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.paraphrase import (
+    PARAPHRASE_PROMPT,
+    REASONS,
+    ParaphraseResult,
+    ParaphraseTurn,
+    attempt_decoding,
+    clean_reply,
+    kept_chains,
+    paraphrase_problems,
+    paraphrase_request,
+    paraphrase_turns,
+    paraphrased_turns_table,
+    subset_sql,
+    turns_for_paraphrase,
+    year_tokens,
+)
+from chronoscope_dagster.chains.records import TURNS_SCHEMA
+from chronoscope_dagster.llm.base import ChatRequest, Completion, Decoding
+from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+from chronoscope_dagster.llm.registry import parse_entry
+
+GERMANY = ("Germany", "Federal Republic of Germany", "Deutschland")
+MERKEL = ("Angela Merkel", "Merkel", "Angela Dorothea Merkel")
+BAYERN = ("FC Bayern Munich", "Bayern Munich", "Bayern", "FC Bayern München")
+COTE = ("Côte d’Ivoire", "Ivory Coast")
+PARIS = ("Paris",)
+
+
+def problems(original: str, paraphrase: str, *entities, explicit: bool = True, answers=()):
+    return paraphrase_problems(
+        original, paraphrase, entity_names=entities, is_explicit=explicit, answers=answers
+    )
+
+
+def test_the_prompt_is_the_papers():
+    text = paraphrase_request("In 2010, who led Germany?").messages
+    assert text == (("user", PARAPHRASE_PROMPT.format(question="In 2010, who led Germany?")),)
+    assert PARAPHRASE_PROMPT.splitlines() == [
+        "Rewrite the following question so that it has a different surface form while "
+        "preserving the same meaning, entities, and time references.",
+        "Original question: {question}",
+        "Constraints:",
+        "- Preserve all entities.",
+        "- Preserve temporal references and years.",
+        "- Do not change the factual answer.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Who led Germany's government in 2010?", "Who led Germany's government in 2010?"),
+        ('  "Who led Germany in 2010?"  \n', "Who led Germany in 2010?"),
+        ("Paraphrase: Who led Germany in 2010?", "Who led Germany in 2010?"),
+        ("Rewritten question: “Who led Germany in 2010?”", "Who led Germany in 2010?"),
+        ("**Paraphrased question:** Who led Germany in 2010?", "Who led Germany in 2010?"),
+        ("\n\nParaphrase:\n\n'Who led Germany in 2010?'\nIt keeps it.", "Who led Germany in 2010?"),
+        ("1. Who led Germany in 2010?\n2. Another one?", "Who led Germany in 2010?"),
+        ("Original question: In 2010, who led Germany?", "In 2010, who led Germany?"),
+        ("   \n \n", ""),
+    ],
+)  # fmt: skip
+def test_the_reply_is_its_first_line_without_label_and_quotes(reply, expected):
+    assert clean_reply(reply) == expected
+
+
+def test_year_tokens():
+    assert year_tokens("Between 1990 and 2005, and in the 1990s?") == {"1990", "2005", "1990s"}
+    assert year_tokens("How many times, 3 times or 12,000 or 1.2345 or 20100 or 1990th?") == set()
+    assert year_tokens("In 2010.") == {"2010"}
+    assert year_tokens("In ２０１０?") == {"2010"}
+
+
+ORIGINAL = "In 2010, who was the head of government of Germany?"
+
+
+@pytest.mark.parametrize(
+    ("paraphrase", "reasons"),
+    [
+        ("Who headed Germany's government in 2010?", []),
+        ("Who led the government of the Federal Republic of Germany in 2010?", []),
+        ("Who led the government of DEUTSCHLAND in 2010?", []),
+        ("  'Who headed the German government in 2010?'", ["entity_missing"]),
+        ("Who led Germany's government in 2011?", ["year_changed"]),
+        ("Who led Germany's government in 2010 and 2011?", ["year_changed"]),
+        ("Who led Germany's government in the 2010s?", ["year_changed"]),
+        ("Who led Germany's government?", ["year_changed"]),
+        ("Who led Germany's government in twenty ten?", ["year_changed"]),
+        ("Name the head of government of Germany in 2010.", ["not_a_question"]),
+        ("Who led Germany's government in 2010", ["not_a_question"]),
+        ('"Who led Germany\'s government in 2010?"', []),
+        ("Who led Germany's government in 2010?  ", []),
+        ("Who led Germany’s government in 2010?”", []),
+        ("in 2010,   WHO was the head of government of germany?", ["identical"]),
+        ("In 2010 - who was the head of government of Germany?", ["identical"]),
+        (ORIGINAL, ["identical"]),
+        ("", ["empty"]),
+        ("  ?! ", ["empty"]),
+        ("Who headed the 2011 government", ["not_a_question", "year_changed", "entity_missing"]),
+        ("Who was Germany's chancellor in 2010?", []),
+    ],
+)  # fmt: skip
+def test_the_filter_on_an_explicit_turn(paraphrase, reasons):
+    assert problems(ORIGINAL, paraphrase, GERMANY) == reasons
+
+
+def test_names_match_without_case_or_accents_and_on_word_boundaries():
+    original = "In 2005, who was the head of state of Côte d’Ivoire?"
+    assert problems(original, "Who headed the state of Cote d'Ivoire in 2005?", COTE) == []
+    assert problems(original, "Who headed the state of CÔTE D'IVOIRE in 2005?", COTE) == []
+    assert problems(original, "Who was the Ivory Coast's head of state in 2005?", COTE) == []
+    assert problems(original, "Who headed the state of Côte in 2005?", COTE) == ["entity_missing"]
+    named_by_alias = "Who coached Bayern Munich in 2015?"
+    assert problems(named_by_alias, "In 2015, who was their coach?", BAYERN) == []
+    original = "Who coached FC Bayern Munich in 2015?"
+    assert problems(original, "In 2015, who was Bayern's coach?", BAYERN) == []
+    assert problems(original, "In 2015, who was Bayerns coach?", BAYERN) == ["entity_missing"]
+    assert problems(original, "In 2015, who coached FC Bayern München?", BAYERN) == []
+    original = "Which club did they play for in Paris in 2015?"
+    assert problems(original, "In 2015, which Parisian club had them?", PARIS) == ["entity_missing"]
+
+
+def test_every_named_entity_must_survive_and_unnamed_ones_do_not_count():
+    original = "Between 2005 and 2010, was Angela Merkel ever head of government of Germany?"
+    good = "Did Merkel serve as Germany's head of government at any point from 2005 to 2010?"
+    assert problems(original, good, GERMANY, MERKEL, BAYERN) == []
+    missing = "Did she serve as Germany's head of government at any point from 2005 to 2010?"
+    assert problems(original, missing, GERMANY, MERKEL) == ["entity_missing"]
+    both = "Did she lead the government at any time from 2005 to 2010?"
+    assert problems(original, both, GERMANY, MERKEL) == ["entity_missing"]
+    swapped = "Between 2010 and 2005, was Angela Merkel ever Germany's head of government?"
+    assert problems(original, swapped, GERMANY, MERKEL) == []
+    assert problems(original, good, (), ("",), GERMANY) == []
+
+
+def test_years_in_implicit_and_explicit_turns():
+    implicit = "What party did they belong to at the time?"
+    assert (
+        problems(implicit, "At that time, which party were they a member of?", explicit=False) == []
+    )
+    assert problems(implicit, "Which party were they a member of in 2010?", explicit=False) == [
+        "year_added_to_implicit"
+    ]
+    assert problems(implicit, "Which party were they in during the 1990s?", explicit=False) == [
+        "year_added_to_implicit"
+    ]
+    assert problems(implicit, "Which party were they in, 3 times over?", explicit=False) == []
+    decade = "In the 1990s, who was the head of government of Germany?"
+    assert problems(decade, "During the 1990s, who led Germany's government?", GERMANY) == []
+    assert problems(decade, "In 1990, who led Germany's government?", GERMANY) == ["year_changed"]
+    assert problems(decade, "In the nineties, who led Germany's government?", GERMANY) == [
+        "year_changed"
+    ]
+    counted = "How many heads of government did Germany have between 1990 and 2000?"
+    assert (
+        problems(counted, "From 1990 to 2000, how many different people led Germany?", GERMANY)
+        == []
+    )
+    assert problems(counted, "From 1990 to 2000, how many, 3 times?", GERMANY) == ["entity_missing"]
+    explicit_then = "And in 2019?"
+    assert problems(explicit_then, "What about 2019?") == []
+    assert problems(explicit_then, "What about 2019 and 2020?") == ["year_changed"]
+    assert problems(explicit_then, "What about 2019?", explicit=False) == []
+
+
+def test_a_paraphrase_must_not_bring_in_the_answer():
+    answers = ["Angela Merkel", "Merkel"]
+    leak = "Was Angela Merkel the head of government of Germany in 2010?"
+    assert problems(ORIGINAL, leak, GERMANY, answers=answers) == ["answer_added"]
+    fine = "Who led Germany's government in 2010?"
+    assert problems(ORIGINAL, fine, GERMANY, answers=answers) == []
+    assert set(REASONS) >= {"empty", "identical", "year_changed", "entity_missing"}
+
+
+class Scripted:
+    """Scripted replies per question and attempt, including bad paraphrases and a backend
+    error. A fake is used because it injects exactly the faults (wrong years, dropped
+    entities, failures) that a real model produces only unpredictably; the embedded model
+    runs the same loop in ``test_the_embedded_model_paraphrases``."""
+
+    cacheable = True
+
+    def __init__(self, script: dict[str, list[str | None]]):
+        self.script = script
+        self.batches: list[tuple[list[ChatRequest], Decoding]] = []
+
+    def identity(self):
+        return {"backend": "scripted"}
+
+    def complete(self, requests, decoding):
+        self.batches.append((list(requests), decoding))
+        completions = []
+        for request in requests:
+            question = re.search(r"Original question: (.*)\n", request.messages[-1][1]).group(1)
+            reply = self.script[question][decoding.seed - 5]
+            completions.append(
+                Completion(error="http_500: injected") if reply is None else Completion((reply,))
+            )
+        return completions
+
+    def close(self):
+        pass
+
+    @property
+    def calls(self) -> int:
+        return sum(len(requests) for requests, _ in self.batches)
+
+
+Q1 = "In 2010, who was the head of government of Germany?"
+Q2 = "What party did they belong to at the time?"
+Q3 = "Who was the head coach of FC Bayern Munich in 2015?"
+Q4 = "In 1999, who was the head of state of Côte d’Ivoire?"
+SCRIPT: dict[str, list[str | None]] = {
+    Q1: ['Paraphrase: "Who led Germany\'s government in 2011?"', "Who led Germany in 2010?"],
+    Q2: ["At that time, which party were they a member of?"],
+    Q3: ["Who coached them in 2015?", "Who coached Bayern in 2015", Q3],
+    Q4: [None],
+}  # fmt: skip
+TURNS = [
+    ("c2", 0, Q3, [BAYERN], True),
+    ("c1", 1, Q2, [GERMANY], False),
+    ("c3", 0, Q4, [COTE], True),
+    ("c1", 0, Q1, [GERMANY], True),
+]
+
+
+def test_retries_counts_batches_and_the_cache(tmp_path):
+    backend = Scripted(SCRIPT)
+    chat = CachedChat(backend, ResponseCache(tmp_path / "cache.sqlite"))
+    results, counts = paraphrase_turns(TURNS, chat, Decoding(seed=5), retries=2)
+
+    assert [(r.chain_id, r.turn_index, r.status) for r in results] == [
+        ("c1", 0, "accepted"),
+        ("c1", 1, "accepted"),
+        ("c2", 0, "rejected"),
+        ("c3", 0, "error"),
+    ]
+    assert results[0] == ParaphraseResult(
+        "c1", 0, Q1, "Who led Germany in 2010?", 2, (), None, "Who led Germany in 2010?",
+    )  # fmt: skip
+    assert results[2].paraphrase is None and results[2].attempts == 3
+    assert results[2].reasons == ("identical",) and results[2].last_reply == Q3
+    assert results[3].error == "http_500: injected" and results[3].attempts == 1
+    assert counts.turns == 4 and counts.accepted == 2 and counts.accepted_after_retry == 1
+    assert (
+        counts.rejected == 1
+        and counts.errors == 1
+        and counts.rejected_by_reason == {"identical": 1}
+    )
+    assert counts.attempts == 2 + 1 + 3 + 1 and counts.batches == 3
+    assert counts.as_metadata()["rejected_identical"] == 1
+
+    assert [len(requests) for requests, _ in backend.batches] == [4, 2, 1]
+    decodings = [decoding for _, decoding in backend.batches]
+    assert [(d.seed, d.temperature, d.k) for d in decodings] == [
+        (5, 0.0, 1),
+        (6, 0.7, 1),
+        (7, 0.7, 1),
+    ]
+    assert kept_chains(results) == ["c1"]
+
+    again = Scripted(SCRIPT)
+    rerun = CachedChat(again, ResponseCache(tmp_path / "cache.sqlite"))
+    assert paraphrase_turns(TURNS, rerun, Decoding(seed=5), retries=2) == (results, counts)
+    assert [[r.messages for r in requests] for requests, _ in again.batches] == [
+        [paraphrase_request(Q4).messages]
+    ], "only the failed request is asked again: errors are never cached"
+
+
+def test_no_retries_and_a_sampling_decoding():
+    backend = Scripted(SCRIPT)
+    results, counts = paraphrase_turns(
+        TURNS[:2], CachedChat(backend, None), Decoding(seed=5), retries=0
+    )
+    assert [r.status for r in results] == ["accepted", "rejected"]
+    assert counts.rejected_by_reason == {"entity_missing": 1} and counts.batches == 1
+    assert attempt_decoding(Decoding(temperature=0.3, seed=1, k=4), 2) == Decoding(
+        temperature=0.3, seed=3, k=1
+    )
+    assert attempt_decoding(Decoding(k=3), 0) == Decoding()
+    with pytest.raises(ValueError, match="given twice"):
+        paraphrase_turns([TURNS[0], TURNS[0]], CachedChat(backend, None), Decoding())
+
+
+def turn_row(chain_id: str, turn_index: int, question: str, **fields) -> dict:
+    row = {
+        "chain_id": chain_id, "family": "multi_turn_chain", "anchor": "Q183", "chain_length": 2,
+        "scope_shifts": 1, "implicit_share": 0.5, "span_years": 3, "turn_index": turn_index,
+        "question": question, "answer": "Angela Merkel", "answer_kind": "entity", "pid": "P6",
+        "subject_qid": "Q183", "subject_label": "Germany", "gold_qids": ["Q567"],
+        "gold_labels": ["Angela Merkel"], "gold_aliases": ["Merkel"], "canonical_qid": "Q567",
+        "asked_qid": None, "scope_year": 2010, "scope_end_year": None, "scope_anchor": "2010",
+        "is_explicit": turn_index == 0, "present_qids": ["Q1"], "present_labels": ["Merz"],
+        "drift_eligible": True,
+    }  # fmt: skip
+    return {**row, **fields}
+
+
+def test_the_paraphrased_turns_table_keeps_only_chains_with_every_turn_accepted():
+    turns = pa.Table.from_pylist(
+        [
+            turn_row("c3", 0, Q4),
+            turn_row("c1", 1, Q2),
+            turn_row("c2", 0, Q3),
+            turn_row("c1", 0, Q1),
+            turn_row("c2", 1, Q2),
+        ],
+        schema=TURNS_SCHEMA,
+    )
+    results = [
+        ParaphraseResult("c1", 0, Q1, "Who led Germany's government in 2010?", 2),
+        ParaphraseResult("c1", 1, Q2, "Back then, which party were they in?", 1),
+        ParaphraseResult("c2", 0, Q3, "Who coached FC Bayern Munich in 2015?", 1),
+        ParaphraseResult("c2", 1, Q2, None, 3, ("year_added_to_implicit",)),
+        ParaphraseResult("c3", 0, Q4, None, 1, error="http_500: injected"),
+    ]
+    assert kept_chains(results) == ["c1"]
+    table = paraphrased_turns_table(turns, results)
+    assert table.schema == TURNS_SCHEMA.append(
+        pa.field("original_question", pa.string(), nullable=False)
+    ).append(pa.field("paraphrase_attempts", pa.int16(), nullable=False))
+    assert table.select(
+        ["chain_id", "turn_index", "question", "original_question", "paraphrase_attempts"]
+    ).to_pylist() == [
+        {
+            "chain_id": "c1", "turn_index": 0, "question": "Who led Germany's government in 2010?",
+            "original_question": Q1, "paraphrase_attempts": 2,
+        },
+        {
+            "chain_id": "c1", "turn_index": 1, "question": "Back then, which party were they in?",
+            "original_question": Q2, "paraphrase_attempts": 1,
+        },
+    ]  # fmt: skip
+    assert table.drop_columns(["question", "original_question", "paraphrase_attempts"]).equals(
+        turns.drop_columns(["question"]).take([3, 1])
+    )
+    with pytest.raises(ValueError, match="turn 1 of kept chain c1 has no paraphrase"):
+        paraphrased_turns_table(turns, results[:1])
+    with pytest.raises(ValueError, match="was paraphrased from"):
+        paraphrased_turns_table(turns, [ParaphraseResult("c3", 0, Q1, "Who?", 1)])
+
+
+def test_turns_become_paraphrase_inputs_with_their_candidate_entities():
+    turns = pa.Table.from_pylist(
+        [
+            turn_row("c1", 0, Q1),
+            turn_row("c1", 1, "Was Merkel ever in office?", answer_kind="yes_no", asked_qid="Q567",
+                     gold_qids=[], gold_labels=[], gold_aliases=[], answer="yes"),
+        ],
+        schema=TURNS_SCHEMA,
+    )  # fmt: skip
+    names = {"Q183": GERMANY, "Q567": MERKEL, "Q1": ("Friedrich Merz",)}
+    first, second = turns_for_paraphrase(turns, names)
+    assert first == ParaphraseTurn(
+        "c1", 0, Q1, (GERMANY, MERKEL, ("Friedrich Merz",)), True, ("Angela Merkel", "Merkel")
+    )
+    assert second.entity_names == (GERMANY, MERKEL, ("Friedrich Merz",)) and second.answers == ()
+    assert turns_for_paraphrase(turns, {})[0].entity_names == (("Germany",),)
+
+
+def sha(seed: int, chain_id: str) -> str:
+    return hashlib.sha256(f"{seed}:{chain_id}".encode()).hexdigest()
+
+
+def test_the_subset_is_stratified_deterministic_and_nested():
+    sizes = {("a", 2): 10, ("a", 3): 2, ("b", 2): 10, ("b", 5): 7}
+    rows = [
+        (f"{family}{length}-{i}", family, length)
+        for (family, length), n in sizes.items()
+        for i in range(n)
+    ]
+    random.Random(0).shuffle(rows)
+    connection = duckdb.connect()
+    connection.execute("CREATE TABLE chains (chain_id VARCHAR, family VARCHAR, length INTEGER)")
+    connection.executemany("INSERT INTO chains VALUES (?, ?, ?)", rows)
+
+    def pick(size: int, seed: int = 7) -> list[tuple]:
+        return connection.execute(subset_sql("chains", size, seed)).fetchall()
+
+    chosen = pick(15)
+    assert len(chosen) == 15 and chosen == pick(15)
+    per_stratum = Counter((family, length) for _, family, length, _ in chosen)
+    assert per_stratum[("a", 3)] == 2
+    assert sorted(per_stratum[s] for s in [("a", 2), ("b", 2), ("b", 5)]) == [4, 4, 5]
+    for (family, length), n in per_stratum.items():
+        ids = sorted(
+            (c for c, f, le in rows if (f, le) == (family, length)), key=lambda c: sha(7, c)
+        )
+        assert [c for c, f, le, _ in chosen if (f, le) == (family, length)] == ids[:n]
+    assert [r[3] for r in chosen if r[1:3] == ("a", 3)] == [1, 2]
+    assert {r[0] for r in pick(14)} < {r[0] for r in chosen} < {r[0] for r in pick(16)}
+    assert len(pick(1000)) == len(rows) and pick(0) == []
+    assert pick(15, seed=8) != chosen
+
+
+@pytest.mark.timeout(120)
+def test_the_embedded_model_paraphrases(tmp_path):
+    spec = parse_entry(
+        {
+            "name": "local",
+            "backend": "local",
+            "model": "smollm2-135m-instruct",
+            "max_new_tokens": 40,
+        }
+    )
+    backend = spec.build()
+    turns = [
+        ParaphraseTurn("c1", 0, Q1, [GERMANY], True, ("Angela Merkel",)),
+        ParaphraseTurn("c1", 1, "And in 2019?", [], True),
+        ParaphraseTurn("c2", 0, Q3, [BAYERN], True),
+    ]  # fmt: skip
+    try:
+        chat = CachedChat(backend, ResponseCache(tmp_path / "cache.sqlite"))
+        results, counts = paraphrase_turns(turns, chat, spec.decoding, retries=1)
+        calls = chat.usage.calls
+        assert paraphrase_turns(turns, chat, spec.decoding, retries=1) == (results, counts)
+        assert chat.usage.calls == calls
+    finally:
+        backend.close()
+    assert [(r.chain_id, r.turn_index) for r in results] == [("c1", 0), ("c1", 1), ("c2", 0)]
+    for turn, result in zip(turns, results, strict=True):
+        assert result.original == turn.question and 1 <= result.attempts <= 2
+        assert result.error is None
+        if result.accepted:
+            assert result.reasons == () and result.paraphrase == result.last_reply
+            assert not paraphrase_problems(
+                turn.question, result.paraphrase, entity_names=turn.entity_names,
+                is_explicit=turn.is_explicit, answers=turn.answers,
+            )  # fmt: skip
+        else:
+            assert result.reasons and set(result.reasons) <= set(REASONS)
+            assert result.attempts == 2
+    assert counts.accepted + counts.rejected + counts.errors == counts.turns == 3
+    assert counts.attempts == sum(r.attempts for r in results) == calls
+    assert counts.batches == (1 if counts.attempts == 3 else 2)
+    assert sum(counts.rejected_by_reason.values()) >= counts.rejected
+    assert kept_chains(results) == sorted(
+        {r.chain_id for r in results} - {r.chain_id for r in results if not r.accepted}
+    )
