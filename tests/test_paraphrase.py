@@ -451,3 +451,26 @@ def test_the_embedded_model_paraphrases(tmp_path):
     assert kept_chains(results) == sorted(
         {r.chain_id for r in results} - {r.chain_id for r in results if not r.accepted}
     )
+
+
+def test_a_paraphrase_may_not_move_the_question_to_the_present():
+    assert paraphrase_problems(
+        "And who served as its chief executive officer then?",
+        "And who served as its chief executive officer now?",
+        entity_names=[],
+        is_explicit=False,
+    ) == ["present_added"]
+    assert "present_added" not in paraphrase_problems(
+        "Who is the current CEO of Apple?",
+        "Who currently leads Apple as its CEO?",
+        entity_names=[("Apple",)],
+        is_explicit=False,
+    )
+
+
+def test_an_echoed_original_is_identical():
+    reply = clean_reply("The original question was: Who owned Cognos in 2018?")
+    assert reply == "Who owned Cognos in 2018?"
+    assert paraphrase_problems(
+        "Who owned Cognos in 2018?", reply, entity_names=[("Cognos",)], is_explicit=True
+    ) == ["identical"]

@@ -40,6 +40,7 @@ REASONS = (
     "identical",
     "year_changed",
     "year_added_to_implicit",
+    "present_added",
     "entity_missing",
     "answer_added",
 )
@@ -62,11 +63,14 @@ _LABEL = re.compile(
     r"^(?:[-*•>#]+\s*|\d{1,2}[.)]\s+)?(?:\*\*|__)?\s*"
     r"(?:(?:here\s+is|here's)\s+(?:the|a|my)\s+)?"
     r"(?:(?:the\s+|a\s+)?(?:original|paraphrased|rewritten|reworded|revised|new)"
-    r"\s+(?:question|version)"
+    r"\s+(?:question|version)(?:\s+(?:was|is))?"
     r"|paraphrased?|rewrite|rewritten|reworded|question|output)"
     r"\s*(?:\*\*|__)?\s*[:\uff1a]\s*(?:\*\*|__)?\s*",
     re.IGNORECASE,
 )
+PRESENT_WORDS = ("now", "currently", "current", "today", "nowadays", "presently", "at present")
+"""Words that move a question to the present: a paraphrase may not add one (the drift the
+benchmark measures would then be the question's, not the model's)."""
 _LIST_MARKER = re.compile(r"^(?:[-*•>#]+\s+|\d{1,2}[.)]\s+)")
 
 
@@ -200,6 +204,10 @@ def mentions(folded_text: str, name: str) -> bool:
     return pattern is not None and pattern.search(folded_text) is not None
 
 
+def _speaks_of_present(folded_text: str) -> bool:
+    return any(mentions(folded_text, word) for word in PRESENT_WORDS)
+
+
 def _is_question(text: str) -> bool:
     """Ends with a question mark, closing quotes and spaces after it tolerated."""
     return text.rstrip().rstrip(_QUOTES + " \t").endswith(("?", "\uff1f"))
@@ -232,6 +240,8 @@ def paraphrase_problems(
         problems.append("year_changed")
     if added and not is_explicit:
         problems.append("year_added_to_implicit")
+    if _speaks_of_present(folded_paraphrase) and not _speaks_of_present(folded_original):
+        problems.append("present_added")
     for names in entity_names:
         if not names or not mentions(folded_original, names[0]):
             continue
