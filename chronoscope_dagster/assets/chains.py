@@ -8,7 +8,6 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from chronoscope_dagster.assets.metadata import markdown_table
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
@@ -20,6 +19,7 @@ from chronoscope_dagster.chains.stats import (
     paper_table2,
 )
 from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query

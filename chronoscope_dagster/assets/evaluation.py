@@ -12,7 +12,6 @@ import pyarrow.compute as pc
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from chronoscope_dagster.assets.metadata import markdown_table
 from chronoscope_dagster.evaluation.inference import (
     chains_from_turns,
     predict,
@@ -30,6 +29,7 @@ from chronoscope_dagster.evaluation.report import (
     write_plots,
 )
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets.metadata import markdown_table
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import DumpSources, WarehouseResource
 from chronoscope_dagster.wikidata.download import fetch_dump

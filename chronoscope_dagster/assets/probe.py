@@ -9,7 +9,7 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field
 
-from chronoscope_dagster.assets.metadata import markdown_table
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.probe import (
     Corpus,

@@ -3,8 +3,8 @@
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets.metadata import markdown_table
 from chronoscope_dagster.data import SNAPSHOT_YEARS
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
 from chronoscope_dagster.truth import intervals as intervals_module

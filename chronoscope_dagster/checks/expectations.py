@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from chronoscope_dagster.assets.metadata import markdown_table
+from chronoscope_dagster.markdown import markdown_table
 
 ExpectationFactory = Callable[[Any], Any]
 

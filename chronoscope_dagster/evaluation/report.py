@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.markdown import markdown_table
 
 HEADLINE = {
     "acc_at1": "Acc@1",
@@ -70,12 +71,6 @@ def _cell(row, *, with_ci: bool = False) -> str:
     return text
 
 
-def _markdown(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def leaderboard_table(metrics: pa.Table) -> pa.Table:
     """One row per (model, setting): the headline metrics of the overall stratum with CIs."""
     frame = _frame(metrics)
@@ -112,7 +107,7 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
     Table 8 (Acc@1 by family) and Table 9 (Acc@1 by follow-up position)."""
     frame = _frame(metrics)
     models, settings = _models(frame), _settings(frame)
-    table3 = _markdown(
+    table3 = markdown_table(
         [
             "model",
             *(f"{SETTING_LABELS[s]} {label}" for s in settings for label in HEADLINE.values()),
@@ -132,7 +127,7 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
 
     def by(dimension: str, metric: str) -> str:
         levels = _levels(frame, dimension)
-        return _markdown(
+        return markdown_table(
             ["model", "setting", *(f"{dimension}={level}" for level in levels)],
             [
                 [

@@ -1,4 +1,4 @@
-"""Small helpers for asset metadata."""
+"""Markdown tables, for asset metadata and reports."""
 
 from __future__ import annotations
 
