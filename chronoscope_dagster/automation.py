@@ -6,7 +6,9 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.resources import ModelRegistry
 
-EVALUATION = dg.AssetSelection.assets("predictions", "metrics")
+EVALUATION = dg.AssetSelection.assets(
+    "predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics"
+)
 PROBE = dg.AssetSelection.assets("probe_runs")
 PER_MODEL = EVALUATION | PROBE
 

@@ -100,6 +100,17 @@ def _parser() -> argparse.ArgumentParser:
         help="probe each model on the first N items of each question type (default: all)",
     )
     run.add_argument(
+        "--paraphrase-chains",
+        type=int,
+        metavar="N",
+        help="chains of the evaluation sample to paraphrase (default 24; the paper's 10,000)",
+    )
+    run.add_argument(
+        "--paraphraser",
+        metavar="MODEL",
+        help="registry model that paraphrases the questions (default: local, the embedded model)",
+    )
+    run.add_argument(
         "--models",
         metavar="FILE",
         help="model registry YAML (default: $CHRONOSCOPE_MODELS or the shipped registry: the "
@@ -178,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     checksums = _year_mapping(args.checksums, "--checksums")
     if args.import_chains and not Path(args.import_chains).expanduser().is_file():
         raise UsageError(f"--import-chains: no such file: {args.import_chains}")
-    models = _model_registry(args.models)
+    models = _model_registry(args.models, args.paraphraser)
     for year, source in dumps.items():
         if "://" not in source and not Path(source).expanduser().exists():
             raise UsageError(f"--dump {year}: no such file or directory: {source}")
@@ -228,20 +239,33 @@ def _op_config(args: argparse.Namespace) -> dict[str, dict[str, object]]:
         if args.probe_items_per_type < 0:
             raise UsageError("--probe-items-per-type must be at least 0")
         config["probe_runs"] = {"items_per_type": args.probe_items_per_type}
+    paraphrase = {
+        key: value
+        for key, value in (("chains", args.paraphrase_chains), ("paraphraser", args.paraphraser))
+        if value is not None
+    }
+    if paraphrase.get("chains", 0) < 0:
+        raise UsageError("--paraphrase-chains must be at least 0")
+    if paraphrase:
+        config["paraphrased_subset"] = paraphrase
     return config
 
 
-def _model_registry(path: str | None) -> str | None:
-    """The registry file, checked before any work starts; exported for Dagster's processes."""
+def _model_registry(path: str | None, *required: str | None) -> str | None:
+    """The registry file, checked (and that it names every ``required`` model) before any
+    work starts; exported for Dagster's processes."""
     from chronoscope_dagster.llm.registry import RegistryError, load_registry
     from chronoscope_dagster.resources.models import REGISTRY_ENV, registry_path
 
     if path:
         path = str(Path(path).expanduser().resolve())
     try:
-        load_registry(registry_path(path or ""))
+        names = [spec.name for spec in load_registry(registry_path(path or ""))]
     except RegistryError as error:
         raise UsageError(str(error)) from error
+    for name in required:
+        if name is not None and name not in names:
+            raise UsageError(f"model {name!r} is not in the registry (it has: {', '.join(names)})")
     if path:
         os.environ[REGISTRY_ENV] = path
     return path

@@ -5,7 +5,7 @@ import warnings
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets import chains, evaluation, ingest, probe, truth
+from chronoscope_dagster.assets import chains, evaluation, ingest, paraphrase, probe, truth
 from chronoscope_dagster.automation import (
     ci_checks_job,
     evaluation_job,
@@ -16,6 +16,7 @@ from chronoscope_dagster.automation import (
 from chronoscope_dagster.checks import chains as chains_checks
 from chronoscope_dagster.checks import evaluation as evaluation_checks
 from chronoscope_dagster.checks import ingest as ingest_checks
+from chronoscope_dagster.checks import paraphrase as paraphrase_checks
 from chronoscope_dagster.checks import truth as truth_checks
 from chronoscope_dagster.resources import (
     AnchorCalendar,
@@ -37,9 +38,16 @@ def build_definitions(
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, truth, chains, evaluation, probe]),
+        assets=dg.load_assets_from_modules([ingest, truth, chains, evaluation, paraphrase, probe]),
         asset_checks=dg.load_asset_checks_from_modules(
-            [ingest_checks, truth_checks, chains_checks, evaluation_checks, probe]
+            [
+                ingest_checks,
+                truth_checks,
+                chains_checks,
+                evaluation_checks,
+                paraphrase_checks,
+                probe,
+            ]
         ),
         jobs=[main_job, ci_checks_job, evaluation_job, probe_job],
         sensors=[model_registry_sensor],

@@ -43,13 +43,22 @@ VIEW_ASSETS = (
     "turns",
     "benchmark_stats",
     "eval_sample",
-    "paraphrases",
+    "paraphrased_subset",
     "predictions",
     "metrics",
+    "paraphrase_predictions",
+    "paraphrase_metrics",
     "leaderboard",
     "probe_corpus",
     "probe_runs",
 )
+
+VIEW_ALIASES = {
+    "paraphrases": "paraphrased_subset",
+    "probe_items": "probe_corpus",
+    "probe_results": "probe_runs",
+}
+"""The view names of DESIGN.md's command-line contract where they differ from the asset's."""
 
 
 def default_home() -> Path:
@@ -124,7 +133,7 @@ class Warehouse:
             return None
         depth = len(partitions[0])
         pattern = self.home / asset / Path(*(["*"] * depth)) / DATA_FILE
-        source = _sql_string(str(pattern))
+        source = sql_string(str(pattern))
         return f"SELECT * FROM read_parquet({source}, hive_partitioning = {str(depth > 0).lower()})"
 
     def create_views(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
@@ -136,6 +145,12 @@ class Warehouse:
                 continue
             connection.execute(f"CREATE OR REPLACE VIEW {asset} AS {sql}")
             created.append(asset)
+        for alias, asset in VIEW_ALIASES.items():
+            if asset in created:
+                connection.execute(f"CREATE OR REPLACE VIEW {alias} AS SELECT * FROM {asset}")
+                created.append(alias)
+            else:
+                connection.execute(f"DROP VIEW IF EXISTS {alias}")
         return created
 
     def connect(self, *, views: bool = False) -> duckdb.DuckDBPyConnection:
@@ -178,8 +193,8 @@ def write_query(
 
 def parquet_source(path: Path) -> str:
     """SQL for reading one Parquet file, its columns only (no hive columns from its path)."""
-    return f"read_parquet({_sql_string(str(path))}, hive_partitioning = false)"
+    return f"read_parquet({sql_string(str(path))}, hive_partitioning = false)"
 
 
-def _sql_string(text: str) -> str:
+def sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"

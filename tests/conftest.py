@@ -47,7 +47,10 @@ def sample_home(tmp_path_factory):
     results = run_selection(
         home=str(home),
         models=str(TEST_MODELS),
-        op_config={"probe_runs": {"items_per_type": 1}},
+        op_config={
+            "probe_runs": {"items_per_type": 1},
+            "paraphrased_subset": {"chains": 4, "retries": 1},
+        },
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )

@@ -23,7 +23,10 @@ EXPECTED_ASSETS = {
     "benchmark_jsonl": (["turns"], "chains", None),
     "predictions": (["eval_sample", "turns"], "evaluation", "model x setting"),
     "metrics": (["predictions"], "evaluation", "model x setting"),
-    "leaderboard": (["metrics"], "evaluation", None),
+    "paraphrased_subset": (["eval_sample", "labels", "turns"], "paraphrase", None),
+    "paraphrase_predictions": (["paraphrased_subset", "turns"], "paraphrase", "model x setting"),
+    "paraphrase_metrics": (["paraphrase_predictions"], "paraphrase", "model x setting"),
+    "leaderboard": (["metrics", "paraphrase_metrics"], "evaluation", None),
     "report": (["leaderboard"], "evaluation", None),
     "probe_corpus": ([], "probe", None),
     "probe_runs": (["probe_corpus"], "probe", "model"),
@@ -49,6 +52,11 @@ EXPECTED_CHECKS = {
     ("predictions", "predictions_without_errors"),
     ("metrics", "metrics_reference_systems_behave"),
     ("metrics", "metrics_in_range_and_consistent"),
+    ("paraphrased_subset", "paraphrases_pass_filter"),
+    ("paraphrase_predictions", "predictions_one_per_turn"),
+    ("paraphrase_predictions", "predictions_without_errors"),
+    ("paraphrase_metrics", "metrics_reference_systems_behave"),
+    ("paraphrase_metrics", "metrics_in_range_and_consistent"),
     ("probe_corpus", "probe_corpus_valid"),
 }
 NON_BLOCKING_CHECKS = {"predictions_without_errors"}

@@ -1,5 +1,5 @@
 """The paraphrased subset: the answer-equivalence filter, the retry loop, kept chains, the
-paraphrased turns table, the stratified subset, and one run of the embedded model."""
+paraphrases table, entity names, the stratified subset, and one run of the embedded model."""
 
 from __future__ import annotations
 
@@ -14,16 +14,18 @@ import pytest
 
 from chronoscope_dagster.chains.paraphrase import (
     PARAPHRASE_PROMPT,
+    PARAPHRASES_SCHEMA,
     REASONS,
     ParaphraseResult,
     ParaphraseTurn,
     attempt_decoding,
     clean_reply,
+    entity_names,
     kept_chains,
     paraphrase_problems,
     paraphrase_request,
     paraphrase_turns,
-    paraphrased_turns_table,
+    paraphrases_table,
     subset_sql,
     turns_for_paraphrase,
     year_tokens,
@@ -152,13 +154,16 @@ def test_years_in_implicit_and_explicit_turns():
     assert (
         problems(implicit, "At that time, which party were they a member of?", explicit=False) == []
     )
-    assert problems(implicit, "Which party were they a member of in 2010?", explicit=False) == [
-        "year_added_to_implicit"
-    ]
-    assert problems(implicit, "Which party were they in during the 1990s?", explicit=False) == [
-        "year_added_to_implicit"
-    ]
-    assert problems(implicit, "Which party were they in, 3 times over?", explicit=False) == []
+    assert problems(
+        implicit, "Which party were they a member of at the time, 2010?", explicit=False
+    ) == ["year_added_to_implicit"]
+    assert problems(
+        implicit, "Which party were they in at that time (the 1990s)?", explicit=False
+    ) == ["year_added_to_implicit"]
+    assert (
+        problems(implicit, "At the time, which party were they in, 3 times over?", explicit=False)
+        == []
+    )
     decade = "In the 1990s, who was the head of government of Germany?"
     assert problems(decade, "During the 1990s, who led Germany's government?", GERMANY) == []
     assert problems(decade, "In 1990, who led Germany's government?", GERMANY) == ["year_changed"]
@@ -310,48 +315,44 @@ def turn_row(chain_id: str, turn_index: int, question: str, **fields) -> dict:
     return {**row, **fields}
 
 
-def test_the_paraphrased_turns_table_keeps_only_chains_with_every_turn_accepted():
-    turns = pa.Table.from_pylist(
-        [
-            turn_row("c3", 0, Q4),
-            turn_row("c1", 1, Q2),
-            turn_row("c2", 0, Q3),
-            turn_row("c1", 0, Q1),
-            turn_row("c2", 1, Q2),
-        ],
-        schema=TURNS_SCHEMA,
-    )
+def test_the_paraphrases_table_keeps_only_chains_with_every_turn_accepted():
     results = [
-        ParaphraseResult("c1", 0, Q1, "Who led Germany's government in 2010?", 2),
+        ParaphraseResult("c3", 0, Q4, None, 1, error="http_500: injected"),
         ParaphraseResult("c1", 1, Q2, "Back then, which party were they in?", 1),
         ParaphraseResult("c2", 0, Q3, "Who coached FC Bayern Munich in 2015?", 1),
-        ParaphraseResult("c2", 1, Q2, None, 3, ("year_added_to_implicit",)),
-        ParaphraseResult("c3", 0, Q4, None, 1, error="http_500: injected"),
+        ParaphraseResult("c2", 1, Q2, None, 3, ("year_added_to_implicit",), None, "In 2016?"),
+        ParaphraseResult("c1", 0, Q1, "Who led Germany's government in 2010?", 2),
     ]
     assert kept_chains(results) == ["c1"]
-    table = paraphrased_turns_table(turns, results)
-    assert table.schema == TURNS_SCHEMA.append(
-        pa.field("original_question", pa.string(), nullable=False)
-    ).append(pa.field("paraphrase_attempts", pa.int16(), nullable=False))
-    assert table.select(
-        ["chain_id", "turn_index", "question", "original_question", "paraphrase_attempts"]
-    ).to_pylist() == [
-        {
-            "chain_id": "c1", "turn_index": 0, "question": "Who led Germany's government in 2010?",
-            "original_question": Q1, "paraphrase_attempts": 2,
-        },
-        {
-            "chain_id": "c1", "turn_index": 1, "question": "Back then, which party were they in?",
-            "original_question": Q2, "paraphrase_attempts": 1,
-        },
-    ]  # fmt: skip
-    assert table.drop_columns(["question", "original_question", "paraphrase_attempts"]).equals(
-        turns.drop_columns(["question"]).take([3, 1])
+    table = paraphrases_table(results)
+    assert table.schema == PARAPHRASES_SCHEMA
+    assert table.select(["chain_id", "turn_index", "status", "chain_kept"]).to_pylist() == [
+        {"chain_id": "c1", "turn_index": 0, "status": "accepted", "chain_kept": True},
+        {"chain_id": "c1", "turn_index": 1, "status": "accepted", "chain_kept": True},
+        {"chain_id": "c2", "turn_index": 0, "status": "accepted", "chain_kept": False},
+        {"chain_id": "c2", "turn_index": 1, "status": "rejected", "chain_kept": False},
+        {"chain_id": "c3", "turn_index": 0, "status": "error", "chain_kept": False},
+    ]
+    rejected = table.to_pylist()[3]
+    assert rejected["reasons"] == ["year_added_to_implicit"] and rejected["attempts"] == 3
+    assert rejected["paraphrase"] is None and rejected["last_reply"] == "In 2016?"
+    assert table.to_pylist()[4]["error"] == "http_500: injected"
+    assert table.to_pylist()[0]["original_question"] == Q1
+
+
+def test_entity_names_put_the_latest_label_first():
+    labels = pa.Table.from_pylist(
+        [
+            {"qid": "Q1", "snapshot_year": 2022, "label": "Twitter", "aliases": ["Twitter, Inc."]},
+            {"qid": "Q1", "snapshot_year": 2024, "label": "X Corp.", "aliases": ["Twitter"]},
+            {"qid": "Q2", "snapshot_year": 2024, "label": None, "aliases": []},
+            {"qid": "Q3", "snapshot_year": 2023, "label": "Kyiv", "aliases": None},
+        ]
     )
-    with pytest.raises(ValueError, match="turn 1 of kept chain c1 has no paraphrase"):
-        paraphrased_turns_table(turns, results[:1])
-    with pytest.raises(ValueError, match="was paraphrased from"):
-        paraphrased_turns_table(turns, [ParaphraseResult("c3", 0, Q1, "Who?", 1)])
+    assert entity_names(labels) == {
+        "Q1": ("X Corp.", "Twitter", "Twitter, Inc."),
+        "Q3": ("Kyiv",),
+    }
 
 
 def test_turns_become_paraphrase_inputs_with_their_candidate_entities():
@@ -459,13 +460,31 @@ def test_a_paraphrase_may_not_move_the_question_to_the_present():
         "And who served as its chief executive officer now?",
         entity_names=[],
         is_explicit=False,
-    ) == ["present_added"]
+    ) == ["present_added", "time_reference_dropped"]
     assert "present_added" not in paraphrase_problems(
         "Who is the current CEO of Apple?",
         "Who currently leads Apple as its CEO?",
         entity_names=[("Apple",)],
         is_explicit=False,
     )
+
+
+@pytest.mark.parametrize(
+    ("original", "paraphrase", "reasons"),
+    [
+        ("Who led the government at the time?", "Who was the first president of the country?",
+         ["time_shift_added", "time_reference_dropped"]),
+        ("And who led its government then?", "And who led the government's time before?",
+         ["time_shift_added", "time_reference_dropped"]),
+        ("And how was it classified?", "And how was it classified later on?",
+         ["time_shift_added"]),
+        ("And who led its government then?", "At that point, who headed its government?", []),
+        ("Who was the head of state then?", "Back then, who was head of state?", []),
+        ("Who held the post first?", "Which person was the first to hold the post?", []),
+    ],
+)  # fmt: skip
+def test_a_paraphrase_keeps_the_time_it_refers_to(original, paraphrase, reasons):
+    assert paraphrase_problems(original, paraphrase, entity_names=[], is_explicit=False) == reasons
 
 
 def test_an_echoed_original_is_identical():

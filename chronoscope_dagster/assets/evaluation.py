@@ -4,6 +4,7 @@ import json
 import shutil
 import time
 from collections import Counter
+from collections.abc import Mapping
 from typing import Literal
 
 import dagster as dg
@@ -13,6 +14,8 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from chronoscope_dagster.evaluation.inference import (
+    EvalChain,
+    Prediction,
     chains_from_turns,
     predict,
     predictions_table,
@@ -26,13 +29,15 @@ from chronoscope_dagster.evaluation.report import (
     markdown_tables,
     render_html,
     render_markdown,
+    table5,
     write_plots,
 )
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+from chronoscope_dagster.llm.registry import ModelSpec
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, sql_string
 
 
 class PredictionConfig(dg.Config):
@@ -58,9 +63,10 @@ def sample_turns_sql(store: Warehouse, setting: Setting) -> str:
 
 
 class ProgressLog:
-    """Logs progress of long work every ``every_s`` seconds and at the end."""
+    """Logs progress of long work every ``every_s`` seconds and at the end; ``total=None``
+    when the amount is not known in advance (retries), without an estimate of time left."""
 
-    def __init__(self, log, label: str, total: int, every_s: float = 15.0) -> None:
+    def __init__(self, log, label: str, total: int | None, every_s: float = 15.0) -> None:
         self.log, self.label, self.total, self.every_s = log, label, total, every_s
         self.done = 0
         self.started = self.last = time.perf_counter()
@@ -68,14 +74,97 @@ class ProgressLog:
     def __call__(self, count: int) -> None:
         self.done += count
         now = time.perf_counter()
-        if now - self.last >= self.every_s or self.done >= self.total:
-            self.last = now
-            rate = self.done / max(now - self.started, 1e-9)
-            left = (self.total - self.done) / rate if rate else float("inf")
-            self.log.info(
-                f"{self.label}: {self.done:,}/{self.total:,} requests "
-                f"({rate:.1f}/s, about {left:.0f} s left)"
+        finished = self.total is not None and self.done >= self.total
+        if now - self.last < self.every_s and not finished:
+            return
+        self.last = now
+        rate = self.done / max(now - self.started, 1e-9)
+        if self.total is None:
+            self.log.info(f"{self.label}: {self.done:,} requests ({rate:.1f}/s)")
+            return
+        left = (self.total - self.done) / rate if rate else float("inf")
+        self.log.info(
+            f"{self.label}: {self.done:,}/{self.total:,} requests "
+            f"({rate:.1f}/s, about {left:.0f} s left)"
+        )
+
+
+def _request_count(chains: list[EvalChain], setting: Setting, first_scored_turn: int) -> int:
+    if setting is Setting.SELF_CONDITIONED:
+        return sum(len(c.questions) for c in chains)
+    return sum(max(0, len(c.questions) - first_scored_turn) for c in chains)
+
+
+def answer_turn_sets(
+    context: dg.AssetExecutionContext,
+    store: Warehouse,
+    spec: ModelSpec,
+    setting: Setting,
+    config: PredictionConfig,
+    turn_sets: Mapping[str, str],
+) -> tuple[dict[str, list[Prediction]], dict[str, object], dict[str, object]]:
+    """Run ``spec`` under ``setting`` on each named set of turns (SQL with the columns of
+    ``sample_turns_sql``) through the response cache: the predictions per set, the
+    materialization metadata of them all, and the backend's identity."""
+    with store.connect() as connection:
+        chain_sets = {
+            name: chains_from_turns(connection.sql(sql).to_arrow_table())
+            for name, sql in turn_sets.items()
+        }
+    backend = spec.build()
+    cache = ResponseCache(store.home / "cache" / "responses.sqlite")
+    chat = CachedChat(backend, cache, chunk_size=config.chunk_size)
+    chains = sum(len(c) for c in chain_sets.values())
+    total = sum(_request_count(c, setting, config.first_scored_turn) for c in chain_sets.values())
+    label = f"{spec.name} / {setting}"
+    context.log.info(f"{label}: {chains:,} chains, {total:,} requests")
+    progress = ProgressLog(context.log, label, total)
+    started = time.perf_counter()
+    try:
+        results = {
+            name: predict(
+                chain_set,
+                setting,
+                chat,
+                spec.decoding,
+                first_scored_turn=config.first_scored_turn,
+                progress=progress,
             )
+            for name, chain_set in chain_sets.items()
+        }
+    finally:
+        backend.close()
+        cache.close()
+    elapsed = time.perf_counter() - started
+    every = [p for predictions in results.values() for p in predictions]
+    errors = Counter(p.completion.error.split(":", 1)[0] for p in every if p.completion.error)
+    identity = dict(backend.identity())
+    metadata: dict[str, object] = {
+        "dagster/row_count": len(every),
+        "chains": chains,
+        "scored_turns": sum(p.scored for p in every),
+        "errors": sum(errors.values()),
+        "errors_by_kind": dg.MetadataValue.json(dict(sorted(errors.items()))),
+        "cache_hits": chat.stats.hits,
+        "cache_misses": chat.stats.misses,
+        "backend_calls": chat.usage.calls,
+        "retries": getattr(getattr(backend, "usage", None), "retries", 0),
+        "prompt_tokens": sum(p.completion.prompt_tokens for p in every),
+        "completion_tokens": sum(p.completion.completion_tokens for p in every),
+        "seconds": round(elapsed, 1),
+        "backend": dg.MetadataValue.json(identity),
+        "decoding": dg.MetadataValue.json(spec.decoding.as_dict()),
+        "sample": dg.MetadataValue.md(
+            markdown_table(
+                ["chain", "turn", "prediction"],
+                [
+                    (p.chain_id[:12], p.turn_index, p.completion.text or p.completion.error)
+                    for p in every[:5]
+                ],
+            )
+        ),
+    }
+    return results, metadata, identity
 
 
 @dg.asset(
@@ -97,73 +186,24 @@ def predictions(
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    spec = models.spec(model)
     store = warehouse.warehouse
-    with store.connect() as connection:
-        chains = chains_from_turns(
-            connection.sql(sample_turns_sql(store, setting)).to_arrow_table()
-        )
-    backend = spec.build()
-    cache = ResponseCache(store.home / "cache" / "responses.sqlite")
-    chat = CachedChat(backend, cache, chunk_size=config.chunk_size)
-    total = sum(
-        len(c.questions)
-        if setting is Setting.SELF_CONDITIONED
-        else max(0, len(c.questions) - config.first_scored_turn)
-        for c in chains
+    results, metadata, identity = answer_turn_sets(
+        context,
+        store,
+        models.spec(model),
+        setting,
+        config,
+        {"eval_sample": sample_turns_sql(store, setting)},
     )
-    context.log.info(f"{model} / {setting}: {len(chains):,} chains, {total:,} requests")
-    started = time.perf_counter()
-    try:
-        result = predict(
-            chains,
-            setting,
-            chat,
-            spec.decoding,
-            first_scored_turn=config.first_scored_turn,
-            progress=ProgressLog(context.log, f"{model} / {setting}", total),
-        )
-    finally:
-        backend.close()
-        cache.close()
-    elapsed = time.perf_counter() - started
-    table = predictions_table(model, setting, result)
+    table = predictions_table(model, setting, results["eval_sample"])
     store.write_table("predictions", table, model=model, setting=setting.value)
     store.write_report(
         "predictions",
-        {"first_scored_turn": config.first_scored_turn, "backend": dict(backend.identity())},
+        {"first_scored_turn": config.first_scored_turn, "backend": identity},
         model=model,
         setting=setting.value,
     )
-    errors = Counter(p.completion.error.split(":", 1)[0] for p in result if p.completion.error)
-    usage = chat.usage
-    return dg.MaterializeResult(
-        metadata={
-            "dagster/row_count": table.num_rows,
-            "chains": len(chains),
-            "scored_turns": sum(p.scored for p in result),
-            "errors": sum(errors.values()),
-            "errors_by_kind": dg.MetadataValue.json(dict(sorted(errors.items()))),
-            "cache_hits": chat.stats.hits,
-            "cache_misses": chat.stats.misses,
-            "backend_calls": usage.calls,
-            "retries": getattr(getattr(backend, "usage", None), "retries", 0),
-            "prompt_tokens": sum(p.completion.prompt_tokens for p in result),
-            "completion_tokens": sum(p.completion.completion_tokens for p in result),
-            "seconds": round(elapsed, 1),
-            "backend": dg.MetadataValue.json(dict(backend.identity())),
-            "decoding": dg.MetadataValue.json(spec.decoding.as_dict()),
-            "sample": dg.MetadataValue.md(
-                markdown_table(
-                    ["chain", "turn", "prediction"],
-                    [
-                        (p.chain_id[:12], p.turn_index, p.completion.text or p.completion.error)
-                        for p in result[:5]
-                    ],
-                )
-            ),
-        }
-    )
+    return dg.MaterializeResult(metadata=metadata)
 
 
 class MetricsConfig(dg.Config):
@@ -176,10 +216,19 @@ class MetricsConfig(dg.Config):
     seed: int = Field(default=0, description="Seed of the bootstrap.")
 
 
-def scored_turns_sql(store: Warehouse, model: str, setting: str) -> str:
-    """Scored predictions beside their turns, in the columns matching and metrics read."""
-    first = int(store.read_report("predictions", model=model, setting=setting)["first_scored_turn"])
-    predictions_path = store.data_path("predictions", model=model, setting=setting)
+def scored_turns_sql(
+    store: Warehouse,
+    model: str,
+    setting: str,
+    asset: str = "predictions",
+    variant: str | None = None,
+) -> str:
+    """Scored predictions of ``asset`` (of one ``variant`` if it has several) beside their
+    turns, in the columns matching and metrics read."""
+    report = store.read_report(asset, model=model, setting=setting)
+    first = int(report["first_scored_turn"])
+    predictions_path = store.data_path(asset, model=model, setting=setting)
+    of_variant = "" if variant is None else f"AND p.variant = {sql_string(variant)}"
     return f"""
         SELECT p.chain_id, t.family, t.chain_length, p.turn_index,
                p.turn_index - {first} + 1 AS followup_pos,
@@ -190,14 +239,68 @@ def scored_turns_sql(store: Warehouse, model: str, setting: str) -> str:
                p.error IS NOT NULL AS error
         FROM {parquet_source(predictions_path)} p
         JOIN {parquet_source(store.data_path("turns"))} t USING (chain_id, turn_index)
-        WHERE p.scored
+        WHERE p.scored {of_variant}
         ORDER BY p.chain_id, p.turn_index"""
 
 
-def scored_turns(store: Warehouse, model: str, setting: str, mode: str) -> pa.Table:
+def scored_turns(
+    store: Warehouse,
+    model: str,
+    setting: str,
+    mode: str,
+    asset: str = "predictions",
+    variant: str | None = None,
+) -> pa.Table:
     with store.connect() as connection:
-        table = connection.sql(scored_turns_sql(store, model, setting)).to_arrow_table()
+        table = connection.sql(
+            scored_turns_sql(store, model, setting, asset, variant)
+        ).to_arrow_table()
     return score_turns(table, mode)
+
+
+def metrics_of(
+    store: Warehouse,
+    model: str,
+    setting: str,
+    config: MetricsConfig,
+    asset: str = "predictions",
+    variant: str | None = None,
+) -> tuple[pa.Table, int]:
+    """The long metrics table of one (model, setting) with its partition keys as columns, and
+    the number of scored turns behind it."""
+    scored = scored_turns(store, model, setting, config.match_mode, asset, variant)
+    table = compute_metrics(scored, bootstrap=config.bootstrap, seed=config.seed)
+    keys = {"model": model, "setting": setting, **({} if variant is None else {"variant": variant})}
+    for position, (name, value) in enumerate(keys.items()):
+        table = table.add_column(position, name, pa.array([value] * table.num_rows, pa.string()))
+    return table, scored.num_rows
+
+
+def headline_metadata(table: pa.Table) -> dict[str, object]:
+    """The overall headline metrics of a metrics table as numbers and a Markdown table."""
+    overall = {
+        row["metric"]: row
+        for row in table.to_pylist()
+        if row["stratum"] == "overall" and row["metric"] in HEADLINE
+    }
+    shown = [m for m in HEADLINE if m in overall and overall[m]["value"] is not None]
+    return {
+        **{HEADLINE[m]: float(overall[m]["value"]) for m in shown},
+        "headline": dg.MetadataValue.md(
+            markdown_table(
+                ["metric", "value", "95% CI", "denominator"],
+                [
+                    (
+                        HEADLINE[m],
+                        f"{overall[m]['value']:.3f}",
+                        f"[{overall[m]['ci_low']:.3f}, {overall[m]['ci_high']:.3f}]",
+                        overall[m]["denominator"],
+                    )
+                    for m in shown
+                ],
+            )
+        ),
+    }
 
 
 @dg.asset(
@@ -218,83 +321,59 @@ def metrics(
     model, setting = keys["model"], keys["setting"]
     store = warehouse.warehouse
     started = time.perf_counter()
-    scored = scored_turns(store, model, setting, config.match_mode)
-    table = compute_metrics(scored, bootstrap=config.bootstrap, seed=config.seed)
-    table = table.add_column(0, "setting", pa.array([setting] * table.num_rows, pa.string()))
-    table = table.add_column(0, "model", pa.array([model] * table.num_rows, pa.string()))
+    table, scored = metrics_of(store, model, setting, config)
     store.write_table("metrics", table, model=model, setting=setting)
-    store.write_report(
-        "metrics",
-        {"match_mode": config.match_mode, "bootstrap": config.bootstrap, "seed": config.seed},
-        model=model,
-        setting=setting,
-    )
-    overall = {
-        row["metric"]: row
-        for row in table.to_pylist()
-        if row["stratum"] == "overall" and row["metric"] in HEADLINE
-    }
+    store.write_report("metrics", config.model_dump(), model=model, setting=setting)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,
-            "scored_turns": scored.num_rows,
+            "scored_turns": scored,
             "match_mode": config.match_mode,
             "seconds": round(time.perf_counter() - started, 2),
-            **{
-                label: float(overall[metric]["value"])
-                for metric, label in HEADLINE.items()
-                if metric in overall and overall[metric]["value"] is not None
-            },
-            "headline": dg.MetadataValue.md(
-                markdown_table(
-                    ["metric", "value", "95% CI", "denominator"],
-                    [
-                        (
-                            label,
-                            f"{overall[m]['value']:.3f}",
-                            f"[{overall[m]['ci_low']:.3f}, {overall[m]['ci_high']:.3f}]",
-                            overall[m]["denominator"],
-                        )
-                        for m, label in HEADLINE.items()
-                        if m in overall and overall[m]["value"] is not None
-                    ],
-                )
-            ),
+            **headline_metadata(table),
         }
     )
 
 
-def all_metrics(store: Warehouse) -> pa.Table:
+def all_metrics(store: Warehouse, asset: str = "metrics") -> pa.Table | None:
+    """Every partition of a metrics asset, or None while none is materialized."""
+    view = store.view_sql(asset)
+    if view is None:
+        return None
     with store.connect() as connection:
-        return connection.sql(
-            f"SELECT * FROM ({store.view_sql('metrics')}) ORDER BY model, setting"
-        ).to_arrow_table()
+        return connection.sql(f"SELECT * FROM ({view}) ORDER BY ALL").to_arrow_table()
 
 
 @dg.asset(
-    deps=["metrics"],
+    deps=["metrics", "paraphrase_metrics"],
     group_name="evaluation",
     kinds={"duckdb", "parquet"},
     owners=["team:chronoscope"],
     pool="duckdb_writer",
-    description="Every model partition side by side: one row per (model, setting) with "
-    "Acc@1, Final@1, Chain@1 and Drift@1 and their intervals; the paper's Tables 3, 4, 8 and "
-    "9 as Markdown in the metadata.",
+    description="Every model partition side by side: one row per (subset, model, setting, "
+    "variant) with Acc@1, Final@1, Chain@1 and Drift@1 and their intervals, for the "
+    "evaluation sample and for the paraphrased subset as templated and as paraphrased; the "
+    "paper's Tables 3, 4, 5, 8 and 9 as Markdown in the metadata.",
 )
 def leaderboard(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
     store = warehouse.warehouse
-    if not store.partitions("metrics"):
-        raise dg.Failure("no metrics partition is materialized yet")
     every = all_metrics(store)
-    table = leaderboard_table(every)
+    if every is None:
+        raise dg.Failure("no metrics partition is materialized yet")
+    paraphrase = all_metrics(store, "paraphrase_metrics")
+    tables = [leaderboard_table(every)]
+    markdown = markdown_tables(every)
+    if paraphrase is not None and paraphrase.num_rows:
+        tables.append(leaderboard_table(paraphrase, subset="paraphrased_subset"))
+        markdown["table5"] = table5(paraphrase)
+    table = pa.concat_tables(tables)
     store.write_table("leaderboard", table)
     warehouse.refresh_views(duckdb)
-    tables = markdown_tables(every)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,
             "models": sorted(set(table.column("model").to_pylist())),
-            **{name: dg.MetadataValue.md(text) for name, text in tables.items()},
+            **{name: dg.MetadataValue.md(text) for name, text in markdown.items()},
         }
     )
 
@@ -311,6 +390,9 @@ def leaderboard(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.Mate
 def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     store = warehouse.warehouse
     every = all_metrics(store)
+    if every is None:
+        raise dg.Failure("no metrics partition is materialized yet")
+    paraphrase = all_metrics(store, "paraphrase_metrics")
     out = store.home / "report"
     staging = store.home / ".report.tmp"
     shutil.rmtree(staging, ignore_errors=True)
@@ -325,7 +407,13 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         "match mode": ", ".join(sorted(modes)),
         "evaluation sample": f"{sample['chains']} chains ({sample['self']} self-conditioned)",
     }
-    markdown = render_markdown(every, plots, provenance)
+    if store.has("paraphrased_subset"):
+        kept = store.read_report("paraphrased_subset")
+        provenance["paraphrased subset"] = (
+            f"{kept['kept_chains']} of {kept['chains']} chains kept "
+            f"(paraphraser {kept['config']['paraphraser']})"
+        )
+    markdown = render_markdown(every, plots, provenance, paraphrase)
     (staging / "report.md").write_text(markdown, encoding="utf-8")
     (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")
     results = staging / "results"

@@ -3,7 +3,9 @@ sample of chains rewritten by a model, kept only where an answer-equivalence fil
 
 The filter is conservative and purely lexical: a paraphrase keeps the original's year tokens,
 names every entity the original names (by label or alias), adds no year to an implicit turn,
-leaks no gold answer, differs from the original and is a question. A chain is kept only if
+adds no word that moves the time (to the present, or before or after the scope), keeps a
+reference back to the scope where the original has one ("then", "at the time"), leaks no
+gold answer, differs from the original and is a question. A chain is kept only if
 every one of its turns passes, so the paraphrased chains ask exactly what the originals ask.
 """
 
@@ -13,12 +15,11 @@ import functools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from chronoscope_dagster.llm.base import ChatRequest, Decoding
 from chronoscope_dagster.llm.cache import CachedChat
@@ -41,13 +42,15 @@ REASONS = (
     "year_changed",
     "year_added_to_implicit",
     "present_added",
+    "time_shift_added",
+    "time_reference_dropped",
     "entity_missing",
     "answer_added",
 )
 """Every reason ``paraphrase_problems`` can give, in the order it gives them."""
 
 RETRY_TEMPERATURE = 0.7
-PARAPHRASE_MAX_NEW_TOKENS = 64
+PARAPHRASE_MAX_NEW_TOKENS = 48
 
 _QUOTES = "\"'`\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e\u201a"
 _STRAIGHTEN = str.maketrans(
@@ -64,13 +67,26 @@ _LABEL = re.compile(
     r"(?:(?:here\s+is|here's)\s+(?:the|a|my)\s+)?"
     r"(?:(?:the\s+|a\s+)?(?:original|paraphrased|rewritten|reworded|revised|new)"
     r"\s+(?:question|version)(?:\s+(?:was|is))?"
-    r"|paraphrased?|rewrite|rewritten|reworded|question|output)"
+    r"|same\s+question|paraphrased?|rewrite|rewritten|reworded|question|output)"
     r"\s*(?:\*\*|__)?\s*[:\uff1a]\s*(?:\*\*|__)?\s*",
     re.IGNORECASE,
 )
 PRESENT_WORDS = ("now", "currently", "current", "today", "nowadays", "presently", "at present")
 """Words that move a question to the present: a paraphrase may not add one (the drift the
 benchmark measures would then be the question's, not the model's)."""
+TIME_SHIFT_WORDS = (
+    "before", "after", "earlier", "later", "previous", "previously", "prior", "next", "first",
+    "last", "former", "formerly", "future", "ago", "since", "until", "recent", "recently",
+    "originally", "initially", "subsequently",
+)  # fmt: skip
+"""Words that move a question to another time than its scope; a paraphrase may not add one."""
+BACK_REFERENCES = (
+    "then", "at the time", "at that time", "that time", "at that point", "that point",
+    "that year", "the same year", "the same time", "those days", "that period", "that date",
+    "back then", "by then", "meanwhile", "concurrently", "simultaneously",
+)  # fmt: skip
+"""Phrases that tie an implicit question to the scope set earlier in the chain; a paraphrase
+of a question with one must keep one (not necessarily the same)."""
 _LIST_MARKER = re.compile(r"^(?:[-*•>#]+\s+|\d{1,2}[.)]\s+)")
 
 
@@ -204,8 +220,8 @@ def mentions(folded_text: str, name: str) -> bool:
     return pattern is not None and pattern.search(folded_text) is not None
 
 
-def _speaks_of_present(folded_text: str) -> bool:
-    return any(mentions(folded_text, word) for word in PRESENT_WORDS)
+def _has_any(folded_text: str, words: Sequence[str]) -> bool:
+    return any(mentions(folded_text, word) for word in words)
 
 
 def _is_question(text: str) -> bool:
@@ -240,8 +256,13 @@ def paraphrase_problems(
         problems.append("year_changed")
     if added and not is_explicit:
         problems.append("year_added_to_implicit")
-    if _speaks_of_present(folded_paraphrase) and not _speaks_of_present(folded_original):
-        problems.append("present_added")
+    for reason, words in (("present_added", PRESENT_WORDS), ("time_shift_added", TIME_SHIFT_WORDS)):
+        if _has_any(folded_paraphrase, words) and not _has_any(folded_original, words):
+            problems.append(reason)
+    if _has_any(folded_original, BACK_REFERENCES) and not _has_any(
+        folded_paraphrase, BACK_REFERENCES
+    ):
+        problems.append("time_reference_dropped")
     for names in entity_names:
         if not names or not mentions(folded_original, names[0]):
             continue
@@ -260,6 +281,7 @@ def paraphrase_turns(
     *,
     retries: int = 2,
     retry_temperature: float = RETRY_TEMPERATURE,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[list[ParaphraseResult], ParaphraseCounts]:
     """Paraphrase every turn: one batch of first attempts, then one batch per retry of the
     turns still rejected (see ``attempt_decoding``). A backend error ends that turn's attempts
@@ -279,6 +301,7 @@ def paraphrase_turns(
         completions = chat.complete(
             [paraphrase_request(t.question) for t in pending],
             attempt_decoding(decoding, attempt, retry_temperature),
+            progress,
         )
         batches += 1
         rejected = []
@@ -365,40 +388,57 @@ def turns_for_paraphrase(
     return items
 
 
-def paraphrased_turns_table(turns: pa.Table, results: Sequence[ParaphraseResult]) -> pa.Table:
-    """The rows of ``turns`` of the kept chains with ``question`` replaced by its paraphrase,
-    plus ``original_question`` and ``paraphrase_attempts``, sorted by (chain_id, turn_index).
-    Every row of a kept chain must have an accepted result for the same question."""
-    kept = pa.array(kept_chains(results), pa.string())
-    table = turns.filter(pc.is_in(turns["chain_id"], value_set=kept))
-    table = table.sort_by([("chain_id", "ascending"), ("turn_index", "ascending")])
-    by_key = {(r.chain_id, r.turn_index): r for r in results}
-    questions, attempts = [], []
-    for chain_id, turn_index, question in zip(
-        table["chain_id"].to_pylist(),
-        table["turn_index"].to_pylist(),
-        table["question"].to_pylist(),
-        strict=True,
-    ):
-        result = by_key.get((chain_id, turn_index))
-        if result is None or result.paraphrase is None:
-            raise ValueError(f"turn {turn_index} of kept chain {chain_id} has no paraphrase")
-        if result.original != question:
-            raise ValueError(f"turn {turn_index} of chain {chain_id} was paraphrased from "
-                             f"{result.original!r}, not {question!r}")  # fmt: skip
-        questions.append(result.paraphrase)
-        attempts.append(result.attempts)
-    position = table.schema.get_field_index("question")
-    original = table["question"]
-    table = table.set_column(
-        position, table.schema.field(position), pa.array(questions, pa.string())
-    )
-    table = table.append_column(
-        pa.field("original_question", pa.string(), nullable=False), original
-    )
-    return table.append_column(
-        pa.field("paraphrase_attempts", pa.int16(), nullable=False), pa.array(attempts, pa.int16())
-    )
+PARAPHRASES_SCHEMA = pa.schema(
+    [
+        pa.field("chain_id", pa.string(), nullable=False),
+        pa.field("turn_index", pa.int16(), nullable=False),
+        pa.field("original_question", pa.string(), nullable=False),
+        pa.field("paraphrase", pa.string()),
+        pa.field("status", pa.string(), nullable=False),
+        pa.field("reasons", pa.list_(pa.string()), nullable=False),
+        pa.field("attempts", pa.int16(), nullable=False),
+        pa.field("last_reply", pa.string()),
+        pa.field("error", pa.string()),
+        pa.field("chain_kept", pa.bool_(), nullable=False),
+    ]
+)
+
+
+def paraphrases_table(results: Sequence[ParaphraseResult]) -> pa.Table:
+    """One row per paraphrased turn, in (chain_id, turn_index) order; ``chain_kept`` marks the
+    turns of chains every turn of which was accepted (``kept_chains``)."""
+    kept = set(kept_chains(results))
+    rows = [
+        {
+            "chain_id": r.chain_id,
+            "turn_index": r.turn_index,
+            "original_question": r.original,
+            "paraphrase": r.paraphrase,
+            "status": r.status,
+            "reasons": list(r.reasons),
+            "attempts": r.attempts,
+            "last_reply": r.last_reply,
+            "error": r.error,
+            "chain_kept": r.chain_id in kept,
+        }
+        for r in sorted(results, key=lambda r: (r.chain_id, r.turn_index))
+    ]
+    return pa.Table.from_pylist(rows, schema=PARAPHRASES_SCHEMA)
+
+
+def entity_names(labels: pa.Table) -> dict[str, tuple[str, ...]]:
+    """QID -> its names for the filter: the label of the latest snapshot first, then the other
+    snapshots' labels and every alias, without repeats. ``labels`` has the columns of the
+    ``labels`` view (``qid``, ``label``, ``aliases``, ``snapshot_year``)."""
+    names: dict[str, list[str]] = {}
+    rows = labels.select(["qid", "snapshot_year", "label", "aliases"]).to_pylist()
+    rows.sort(key=lambda row: (row["qid"], -int(row["snapshot_year"])))
+    for row in rows:
+        known = names.setdefault(row["qid"], [])
+        for name in [row["label"], *(row["aliases"] or ())]:
+            if name and name not in known:
+                known.append(name)
+    return {qid: tuple(found) for qid, found in names.items() if found}
 
 
 def subset_sql(chains: str, size: int, seed: int) -> str:

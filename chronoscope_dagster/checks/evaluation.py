@@ -7,6 +7,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
+from chronoscope_dagster.assets.paraphrase import VARIANTS, variant_turns_sql
 from chronoscope_dagster.checks.partitions import sql_list
 from chronoscope_dagster.evaluation.metrics import consistency_problems
 from chronoscope_dagster.evaluation.prompts import Setting
@@ -24,24 +25,40 @@ def checked_model_partitions(
     return [p for p in available if p == wanted] or available
 
 
-def _coverage(store: Warehouse, model: str, setting: Setting) -> dict[str, int]:
-    first = int(store.read_report("predictions", model=model, setting=setting)["first_scored_turn"])
+def _expected_turns_sql(store: Warehouse, asset: str, setting: Setting) -> str:
+    """(variant, chain_id, turn_index) of every turn the asset's partition must answer."""
+    if asset == "predictions":
+        return f"""SELECT 'original' AS variant, chain_id, turn_index
+                   FROM ({sample_turns_sql(store, setting)})"""
+    return " UNION ALL ".join(
+        f"SELECT '{variant}' AS variant, chain_id, turn_index FROM ({variant_turns_sql(store, variant)})"
+        for variant in VARIANTS
+    )
+
+
+def _coverage(store: Warehouse, asset: str, model: str, setting: Setting) -> dict[str, int]:
+    first = int(store.read_report(asset, model=model, setting=setting)["first_scored_turn"])
     needs_context = setting is Setting.SELF_CONDITIONED
-    path = parquet_source(store.data_path("predictions", model=model, setting=setting))
+    path = parquet_source(store.data_path(asset, model=model, setting=setting))
+    got = (
+        f"SELECT * FROM {path}"
+        if asset != "predictions"
+        else (f"SELECT *, 'original' AS variant FROM {path}")
+    )
+    keys = "variant, chain_id, turn_index"
     with store.connect() as connection:
         row = connection.execute(
             f"""WITH expected AS (
-                    SELECT chain_id, turn_index, turn_index >= {first} AS scored
-                    FROM ({sample_turns_sql(store, setting)})
+                    SELECT {keys}, turn_index >= {first} AS scored
+                    FROM ({_expected_turns_sql(store, asset, setting)})
                     WHERE turn_index >= {first} OR {str(needs_context).lower()}),
-                got AS (SELECT * FROM {path}),
-                counted AS (
-                    SELECT chain_id, turn_index, count(*) AS n FROM got GROUP BY ALL)
+                got AS ({got}),
+                counted AS (SELECT {keys}, count(*) AS n FROM got GROUP BY ALL)
             SELECT
-                (SELECT count(*) FROM expected e ANTI JOIN got g USING (chain_id, turn_index)),
-                (SELECT count(*) FROM got g ANTI JOIN expected e USING (chain_id, turn_index)),
+                (SELECT count(*) FROM expected e ANTI JOIN got g USING ({keys})),
+                (SELECT count(*) FROM got g ANTI JOIN expected e USING ({keys})),
                 (SELECT coalesce(sum(n - 1), 0) FROM counted WHERE n > 1),
-                (SELECT count(*) FROM got g JOIN expected e USING (chain_id, turn_index)
+                (SELECT count(*) FROM got g JOIN expected e USING ({keys})
                  WHERE g.scored <> e.scored),
                 (SELECT count_if((prediction IS NULL) = (error IS NULL)
                                  OR (prediction IS NOT NULL AND len(candidates) = 0)) FROM got),
@@ -57,64 +74,68 @@ def _coverage(store: Warehouse, model: str, setting: Setting) -> dict[str, int]:
         "scored",
         "errors",
     )
-    return dict(zip(names, (int(v) for v in row), strict=True))
+    return dict(zip(names, (int(v or 0) for v in row), strict=True))
 
 
-@dg.asset_check(
-    asset="predictions",
-    blocking=True,
-    description="Exactly one prediction per scored (chain, turn) of the evaluation sample and "
-    "setting (self-conditioned: per turn, context turns included); each row holds either an "
-    "answer or the backend's error, never an empty stand-in.",
-)
-def predictions_one_per_turn(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    partitions = checked_model_partitions(context, store)
-    report = {f"{m}/{s}": _coverage(store, m, s) for m, s in partitions}
-    bad = {
-        key: counts
-        for key, counts in report.items()
-        if any(
-            counts[k]
-            for k in ("missing", "unexpected", "duplicates", "wrongly_scored", "malformed")
+def _prediction_checks(asset: str, turns: str) -> list[dg.AssetChecksDefinition]:
+    @dg.asset_check(
+        asset=asset,
+        name="predictions_one_per_turn",
+        blocking=True,
+        description=f"Exactly one prediction per scored (chain, turn) of {turns} and setting "
+        "(self-conditioned: per turn, context turns included); each row holds either an "
+        "answer or the backend's error, never an empty stand-in.",
+    )
+    def one_per_turn(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> dg.AssetCheckResult:
+        store = warehouse.warehouse
+        partitions = checked_model_partitions(context, store, asset)
+        report = {f"{m}/{s}": _coverage(store, asset, m, s) for m, s in partitions}
+        bad = {
+            key: counts
+            for key, counts in report.items()
+            if any(
+                counts[k]
+                for k in ("missing", "unexpected", "duplicates", "wrongly_scored", "malformed")
+            )
+        }
+        return dg.AssetCheckResult(
+            passed=bool(report) and not bad,
+            metadata={
+                "partitions": sql_list(report),
+                "scored_predictions": sum(c["scored"] for c in report.values()),
+                "problems": dg.MetadataValue.json(bad),
+            },
         )
-    }
-    return dg.AssetCheckResult(
-        passed=bool(report) and not bad,
-        metadata={
-            "partitions": sql_list(report),
-            "scored_predictions": sum(c["scored"] for c in report.values()),
-            "problems": dg.MetadataValue.json(bad),
-        },
-    )
 
-
-@dg.asset_check(
-    asset="predictions",
-    blocking=False,
-    description="No backend errors (errors are counted rows, never empty answers; rerun the "
-    "partition to retry them, cached answers cost nothing).",
-)
-def predictions_without_errors(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    errors: dict[str, int] = {}
-    for model, setting in checked_model_partitions(context, store):
-        path = parquet_source(store.data_path("predictions", model=model, setting=setting))
-        with store.connect() as connection:
-            for kind, count in connection.execute(
-                f"""SELECT split_part(error, ':', 1), count(*) FROM {path}
-                    WHERE error IS NOT NULL GROUP BY 1 ORDER BY 1"""
-            ).fetchall():
-                errors[f"{model}/{setting}/{kind}"] = count
-    return dg.AssetCheckResult(
-        passed=not errors,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={"errors": sum(errors.values()), "by_kind": dg.MetadataValue.json(errors)},
+    @dg.asset_check(
+        asset=asset,
+        name="predictions_without_errors",
+        blocking=False,
+        description="No backend errors (errors are counted rows, never empty answers; rerun "
+        "the partition to retry them, cached answers cost nothing).",
     )
+    def without_errors(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> dg.AssetCheckResult:
+        store = warehouse.warehouse
+        errors: dict[str, int] = {}
+        for model, setting in checked_model_partitions(context, store, asset):
+            path = parquet_source(store.data_path(asset, model=model, setting=setting))
+            with store.connect() as connection:
+                for kind, count in connection.execute(
+                    f"""SELECT split_part(error, ':', 1), count(*) FROM {path}
+                        WHERE error IS NOT NULL GROUP BY 1 ORDER BY 1"""
+                ).fetchall():
+                    errors[f"{model}/{setting}/{kind}"] = count
+        return dg.AssetCheckResult(
+            passed=not errors,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={"errors": sum(errors.values()), "by_kind": dg.MetadataValue.json(errors)},
+        )
+
+    return [one_per_turn, without_errors]
 
 
 PERFECT_FOR_THE_ORACLE = (
@@ -130,79 +151,94 @@ PERFECT_FOR_THE_ORACLE = (
 ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
 
 
-def _backend(store: Warehouse, model: str, setting: Setting) -> str:
-    return store.read_report("predictions", model=model, setting=setting)["backend"]["backend"]
+def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinition]:
+    variants = (None,) if asset == "metrics" else VARIANTS
 
-
-def _metrics(store: Warehouse, model: str, setting: Setting) -> pa.Table:
-    return pq.read_table(store.data_path("metrics", model=model, setting=setting))
-
-
-@dg.asset_check(
-    asset="metrics",
-    blocking=True,
-    description="The oracle scores 1.0 on every accuracy and F1 metric in every stratum and "
-    "never drifts; the present-day system is wrong and drifts on every drift-eligible turn.",
-)
-def metrics_reference_systems_behave(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    problems: list[str] = []
-    checked = []
-    for model, setting in checked_model_partitions(context, store, "metrics"):
-        backend = _backend(store, model, setting)
-        if backend == "oracle":
-            checked.append(f"{model}/{setting}")
-            for row in _metrics(store, model, setting).to_pylist():
-                expected = (
-                    1.0
-                    if row["metric"] in PERFECT_FOR_THE_ORACLE
-                    else 0.0
-                    if row["metric"] in ZERO_FOR_THE_ORACLE
-                    else None
-                )
-                if expected is not None and row["value"] != expected:
-                    problems.append(
-                        f"oracle {model}/{setting} {row['stratum']} {row['metric']} = "
-                        f"{row['value']}, not {expected}"
+    @dg.asset_check(
+        asset=asset,
+        name="metrics_reference_systems_behave",
+        blocking=True,
+        description="The oracle scores 1.0 on every accuracy and F1 metric in every stratum and "
+        "never drifts; the present-day system is wrong and drifts on every drift-eligible turn.",
+    )
+    def reference_systems_behave(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> dg.AssetCheckResult:
+        store = warehouse.warehouse
+        problems: list[str] = []
+        checked = []
+        for model, setting in checked_model_partitions(context, store, asset):
+            report = store.read_report(predictions, model=model, setting=setting)
+            backend = report["backend"]["backend"]
+            if backend == "oracle":
+                checked.append(f"{model}/{setting}")
+                table = pq.read_table(store.data_path(asset, model=model, setting=setting))
+                for row in table.to_pylist():
+                    expected = (
+                        1.0
+                        if row["metric"] in PERFECT_FOR_THE_ORACLE
+                        else 0.0
+                        if row["metric"] in ZERO_FOR_THE_ORACLE
+                        else None
                     )
-        elif backend == "present_day":
-            checked.append(f"{model}/{setting}")
-            mode = store.read_report("metrics", model=model, setting=setting)["match_mode"]
-            turns = scored_turns(store, model, setting, mode).filter(pc.field("drift_eligible"))
-            right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
-            missed = turns.num_rows - (pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0)
-            if right or missed:
-                problems.append(
-                    f"present_day {model}/{setting}: of {turns.num_rows} drift-eligible turns, "
-                    f"{right} are right and {missed} do not drift"
-                )
-    return dg.AssetCheckResult(
-        passed=not problems,
-        metadata={
-            "reference_partitions": sql_list(checked),
-            "problems": dg.MetadataValue.json(problems[:50]),
-        },
+                    if expected is not None and row["value"] != expected:
+                        problems.append(
+                            f"oracle {model}/{setting} {row.get('variant') or ''} "
+                            f"{row['stratum']} {row['metric']} = {row['value']}, not {expected}"
+                        )
+            elif backend == "present_day":
+                checked.append(f"{model}/{setting}")
+                mode = store.read_report(asset, model=model, setting=setting)["match_mode"]
+                for variant in variants:
+                    turns = scored_turns(store, model, setting, mode, predictions, variant)
+                    turns = turns.filter(pc.field("drift_eligible"))
+                    right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
+                    drifted = pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0
+                    if right or drifted < turns.num_rows:
+                        problems.append(
+                            f"present_day {model}/{setting} {variant or ''}: of "
+                            f"{turns.num_rows} drift-eligible turns, {right} are right and "
+                            f"{turns.num_rows - drifted} do not drift"
+                        )
+        return dg.AssetCheckResult(
+            passed=not problems,
+            metadata={
+                "reference_partitions": sql_list(checked),
+                "problems": dg.MetadataValue.json(problems[:50]),
+            },
+        )
+
+    @dg.asset_check(
+        asset=asset,
+        name="metrics_in_range_and_consistent",
+        blocking=True,
+        description="Every metric lies in its range and inside its interval, and every overall "
+        "value lies between the smallest and largest of its strata where it is their weighted "
+        "mean (the paper's own Table 4 breaks this).",
     )
+    def in_range_and_consistent(
+        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    ) -> dg.AssetCheckResult:
+        store = warehouse.warehouse
+        problems = []
+        for model, setting in checked_model_partitions(context, store, asset):
+            table = pq.read_table(store.data_path(asset, model=model, setting=setting))
+            for variant in variants:
+                part = table if variant is None else table.filter(pc.field("variant") == variant)
+                problems += [
+                    f"{model}/{setting}{'' if variant is None else '/' + variant}: {problem}"
+                    for problem in consistency_problems(part)
+                ]
+        return dg.AssetCheckResult(
+            passed=not problems, metadata={"problems": dg.MetadataValue.json(problems[:50])}
+        )
+
+    return [reference_systems_behave, in_range_and_consistent]
 
 
-@dg.asset_check(
-    asset="metrics",
-    blocking=True,
-    description="Every metric lies in its range and inside its interval, and every overall "
-    "value lies between the smallest and largest of its strata where it is their weighted "
-    "mean (the paper's own Table 4 breaks this).",
+predictions_checks = _prediction_checks("predictions", "the evaluation sample")
+paraphrase_predictions_checks = _prediction_checks(
+    "paraphrase_predictions", "the kept paraphrased chains, in both variants"
 )
-def metrics_in_range_and_consistent(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
-) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    problems = [
-        f"{model}/{setting}: {problem}"
-        for model, setting in checked_model_partitions(context, store, "metrics")
-        for problem in consistency_problems(_metrics(store, model, setting))
-    ]
-    return dg.AssetCheckResult(
-        passed=not problems, metadata={"problems": dg.MetadataValue.json(problems[:50])}
-    )
+metrics_checks = _metric_checks("metrics", "predictions")
+paraphrase_metrics_checks = _metric_checks("paraphrase_metrics", "paraphrase_predictions")

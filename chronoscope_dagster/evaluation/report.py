@@ -71,35 +71,92 @@ def _cell(row, *, with_ci: bool = False) -> str:
     return text
 
 
-def leaderboard_table(metrics: pa.Table) -> pa.Table:
-    """One row per (model, setting): the headline metrics of the overall stratum with CIs."""
+VARIANT_LABELS = {"original": "Orig", "paraphrased": "Para"}
+"""Table 5's conditions: the templated chains and their paraphrases."""
+
+
+LEADERBOARD_SCHEMA = pa.schema(
+    [(name, pa.string()) for name in ("subset", "model", "setting", "variant")]
+    + [(f"{metric}{suffix}", pa.float64()) for metric in HEADLINE for suffix in ("", "_ci_low", "_ci_high")]
+    + [("n_chains", pa.int64()), ("n_turns", pa.int64())]
+)  # fmt: skip
+
+
+def leaderboard_table(metrics: pa.Table, *, subset: str = "eval_sample") -> pa.Table:
+    """One row per (model, setting, variant): the headline metrics of the overall stratum with
+    CIs. Metrics without a ``variant`` column are of the templated questions (``original``)."""
+    if "variant" not in metrics.column_names:
+        metrics = metrics.append_column(
+            "variant", pa.array(["original"] * metrics.num_rows, pa.string())
+        )
     frame = _frame(metrics)
     rows = []
-    for model in _models(frame):
-        for setting in _settings(frame):
-            row: dict[str, object] = {"model": model, "setting": setting}
-            for metric in HEADLINE:
-                found = _value(
-                    frame, model=model, setting=setting, stratum="overall", metric=metric
+    for variant in VARIANT_LABELS:
+        part = frame[frame["variant"] == variant]
+        for model in _models(part):
+            for setting in _settings(part):
+                row: dict[str, object] = {
+                    "subset": subset,
+                    "model": model,
+                    "setting": setting,
+                    "variant": variant,
+                }
+                for metric in HEADLINE:
+                    found = _value(
+                        part, model=model, setting=setting, stratum="overall", metric=metric
+                    )
+                    row[metric] = None if found is None else found["value"]
+                    row[f"{metric}_ci_low"] = None if found is None else found["ci_low"]
+                    row[f"{metric}_ci_high"] = None if found is None else found["ci_high"]
+                acc = _value(
+                    part, model=model, setting=setting, stratum="overall", metric="acc_at1"
                 )
-                row[metric] = None if found is None else found["value"]
-                row[f"{metric}_ci_low"] = None if found is None else found["ci_low"]
-                row[f"{metric}_ci_high"] = None if found is None else found["ci_high"]
-            acc = _value(frame, model=model, setting=setting, stratum="overall", metric="acc_at1")
-            row["n_chains"] = None if acc is None else int(acc["n_chains"])
-            row["n_turns"] = None if acc is None else int(acc["n_turns"])
-            if acc is not None:
-                rows.append(row)
-    schema = pa.schema(
-        [("model", pa.string()), ("setting", pa.string())]
-        + [
-            (f"{metric}{suffix}", pa.float64())
-            for metric in HEADLINE
-            for suffix in ("", "_ci_low", "_ci_high")
-        ]
-        + [("n_chains", pa.int64()), ("n_turns", pa.int64())]
+                row["n_chains"] = None if acc is None else int(acc["n_chains"])
+                row["n_turns"] = None if acc is None else int(acc["n_turns"])
+                if acc is not None:
+                    rows.append(row)
+    return pa.Table.from_pylist(rows, schema=LEADERBOARD_SCHEMA)
+
+
+def _headline_table(rows: Sequence[tuple[Sequence[str], pd.DataFrame]], keys: Sequence[str]) -> str:
+    """Settings x (Acc@1, Final@1, Chain@1, Drift@1) of the overall stratum: one Markdown row
+    per (key cells, frame of one model)."""
+    settings = [s for s in SETTINGS if any(s in set(frame["setting"]) for _, frame in rows)]
+    return markdown_table(
+        [*keys, *(f"{SETTING_LABELS[s]} {label}" for s in settings for label in HEADLINE.values())],
+        [
+            [
+                *cells,
+                *(
+                    _cell(
+                        _value(
+                            frame,
+                            model=frame["model"].iloc[0],
+                            setting=s,
+                            stratum="overall",
+                            metric=m,
+                        )
+                    )
+                    for s in settings
+                    for m in HEADLINE
+                ),
+            ]
+            for cells, frame in rows
+        ],
     )
-    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def table5(paraphrase_metrics: pa.Table) -> str:
+    """The paper's Table 5: per model, the headline metrics of the kept chains as templated
+    (Orig) and as paraphrased (Para)."""
+    frame = _frame(paraphrase_metrics)
+    rows = []
+    for model in _models(frame):
+        for variant, label in VARIANT_LABELS.items():
+            part = frame[(frame["model"] == model) & (frame["variant"] == variant)]
+            if not part.empty:
+                rows.append(((model, label), part))
+    return _headline_table(rows, ["model", "cond."])
 
 
 def markdown_tables(metrics: pa.Table) -> dict[str, str]:
@@ -107,22 +164,8 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
     Table 8 (Acc@1 by family) and Table 9 (Acc@1 by follow-up position)."""
     frame = _frame(metrics)
     models, settings = _models(frame), _settings(frame)
-    table3 = markdown_table(
-        [
-            "model",
-            *(f"{SETTING_LABELS[s]} {label}" for s in settings for label in HEADLINE.values()),
-        ],
-        [
-            [
-                model,
-                *(
-                    _cell(_value(frame, model=model, setting=s, stratum="overall", metric=m))
-                    for s in settings
-                    for m in HEADLINE
-                ),
-            ]
-            for model in models
-        ],
+    table3 = _headline_table(
+        [((model,), frame[frame["model"] == model]) for model in models], ["model"]
     )
 
     def by(dimension: str, metric: str) -> str:
@@ -271,12 +314,20 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
-def render_markdown(metrics: pa.Table, plots: Sequence[Path], provenance: dict[str, str]) -> str:
+def render_markdown(
+    metrics: pa.Table,
+    plots: Sequence[Path],
+    provenance: dict[str, str],
+    paraphrase_metrics: pa.Table | None = None,
+) -> str:
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
     lines += ["", "## Main results (Table 3 layout; 95% bootstrap CIs in `leaderboard`)", ""]
     lines += [tables["table3"], "", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
+    if paraphrase_metrics is not None and paraphrase_metrics.num_rows:
+        lines += ["", "## Templated vs paraphrased questions (Table 5)", ""]
+        lines += [table5(paraphrase_metrics)]
     lines += ["", "## Acc@1 by family (Table 8)", "", tables["table8"]]
     lines += ["", "## Acc@1 by follow-up position (Table 9)", "", tables["table9"], ""]
     lines += ["## Plots", ""]

@@ -1,0 +1,273 @@
+"""The paraphrased subset (the paper's section 5 and Table 5): questions of a stratified part
+of the evaluation sample rewritten by a registry model and kept where the answer-equivalence
+filter passes, then every model evaluated on the kept chains as templated and as paraphrased."""
+
+import time
+from collections import Counter
+
+import dagster as dg
+import pyarrow as pa
+from dagster_duckdb import DuckDBResource
+from pydantic import Field
+
+from chronoscope_dagster.assets.evaluation import (
+    MetricsConfig,
+    PredictionConfig,
+    ProgressLog,
+    answer_turn_sets,
+    headline_metadata,
+    metrics_of,
+)
+from chronoscope_dagster.chains.paraphrase import (
+    PARAPHRASE_MAX_NEW_TOKENS,
+    entity_names,
+    paraphrase_decoding,
+    paraphrase_turns,
+    paraphrases_table,
+    subset_sql,
+    turns_for_paraphrase,
+)
+from chronoscope_dagster.evaluation.inference import predictions_table
+from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+from chronoscope_dagster.markdown import markdown_table
+from chronoscope_dagster.partitions import model_setting_partitions
+from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
+
+VARIANTS = ("original", "paraphrased")
+"""The two conditions of Table 5 ("Orig", "Para"), evaluated on the same kept chains."""
+
+
+class ParaphraseConfig(dg.Config):
+    chains: int = Field(
+        default=24,
+        ge=0,
+        description="Chains of the evaluation sample to paraphrase, spread over its (family, "
+        "length) strata (the paper paraphrases 10,000).",
+    )
+    paraphraser: str = Field(
+        default="local", description="The registry model that rewrites the questions."
+    )
+    retries: int = Field(
+        default=2,
+        ge=0,
+        description="Further attempts for a rejected paraphrase, each with the next seed (and "
+        "temperature 0.7 if the model decodes greedily).",
+    )
+    max_new_tokens: int = Field(default=PARAPHRASE_MAX_NEW_TOKENS, ge=8)
+    seed: int = Field(default=42, description="Seed of the stratified choice of chains.")
+    chunk_size: int = Field(default=64, ge=1)
+
+
+def turns_and_labels(store: Warehouse, chain_ids: str) -> tuple[pa.Table, pa.Table]:
+    """The turns of the chains ``chain_ids`` (SQL of a ``chain_id`` column) and the labels,
+    of every snapshot, of every entity they refer to."""
+    with store.connect() as connection:
+        turns = connection.sql(
+            f"""SELECT t.* FROM {parquet_source(store.data_path("turns"))} t
+                SEMI JOIN ({chain_ids}) c USING (chain_id)
+                ORDER BY t.chain_id, t.turn_index"""
+        ).to_arrow_table()
+        connection.register("chosen", turns)
+        labels = connection.sql(
+            f"""WITH wanted AS (
+                    SELECT subject_qid AS qid FROM chosen
+                    UNION SELECT asked_qid FROM chosen
+                    UNION SELECT unnest(gold_qids) FROM chosen
+                    UNION SELECT unnest(present_qids) FROM chosen)
+                SELECT qid, snapshot_year, label, aliases
+                FROM ({store.view_sql("labels")}) SEMI JOIN wanted USING (qid)
+                ORDER BY qid, snapshot_year"""
+        ).to_arrow_table()
+    return turns, labels
+
+
+@dg.asset(
+    deps=["eval_sample", "turns", "labels"],
+    group_name="paraphrase",
+    kinds={"python", "parquet"},
+    owners=["team:chronoscope"],
+    pool="model_calls",
+    description="Every question of a stratified part of the evaluation sample rewritten by a "
+    "registry model with the paper's prompt (App. B), retried with new seeds while the "
+    "answer-equivalence filter rejects it: one row per turn with its status and reasons; a "
+    "chain is kept only if all its turns pass. Calls go through the response cache.",
+)
+def paraphrased_subset(
+    context: dg.AssetExecutionContext,
+    config: ParaphraseConfig,
+    warehouse: WarehouseResource,
+    models: ModelRegistry,
+    duckdb: DuckDBResource,
+) -> dg.MaterializeResult:
+    store = warehouse.warehouse
+    spec = models.spec(config.paraphraser)
+    subset = subset_sql(parquet_source(store.data_path("eval_sample")), config.chains, config.seed)
+    turns, labels = turns_and_labels(store, subset)
+    items = turns_for_paraphrase(turns, entity_names(labels))
+    decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
+    chains = len(set(turns.column("chain_id").to_pylist()))
+    context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {spec.name}")
+    backend = spec.build()
+    cache = ResponseCache(store.home / "cache" / "responses.sqlite")
+    chat = CachedChat(backend, cache, chunk_size=config.chunk_size)
+    started = time.perf_counter()
+    try:
+        results, counts = paraphrase_turns(
+            items,
+            chat,
+            decoding,
+            retries=config.retries,
+            progress=ProgressLog(context.log, f"paraphrasing with {spec.name}", None),
+        )
+    finally:
+        backend.close()
+        cache.close()
+    table = paraphrases_table(results)
+    kept = sorted(set(table.filter(table["chain_kept"]).column("chain_id").to_pylist()))
+    if not kept:
+        context.log.warning(
+            f"no chain kept: every chain has a turn whose paraphrase {spec.name} could not get "
+            "past the filter (see rejected_* counts); Table 5 stays empty"
+        )
+    store.write_table("paraphrased_subset", table)
+    store.write_report(
+        "paraphrased_subset",
+        {
+            "config": config.model_dump(),
+            "backend": dict(backend.identity()),
+            "decoding": decoding.as_dict(),
+            "counts": counts.as_metadata(),
+            "chains": chains,
+            "kept_chains": len(kept),
+        },
+    )
+    warehouse.refresh_views(duckdb)
+    family_of = dict(zip(turns["chain_id"].to_pylist(), turns["family"].to_pylist(), strict=True))
+    families = Counter(family_of[chain_id] for chain_id in kept)
+    accepted = [r for r in results if r.accepted]
+    rejected = [r for r in results if r.status == "rejected"]
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": table.num_rows,
+            "chains": chains,
+            "kept_chains": len(kept),
+            **counts.as_metadata(),
+            "cache_hits": chat.stats.hits,
+            "backend_calls": chat.usage.calls,
+            "seconds": round(time.perf_counter() - started, 1),
+            "paraphraser": spec.name,
+            "backend": dg.MetadataValue.json(dict(backend.identity())),
+            "kept_by_family": dg.MetadataValue.json(dict(sorted(families.items()))),
+            "accepted_examples": dg.MetadataValue.md(
+                markdown_table(
+                    ["original", "paraphrase", "attempts"],
+                    [(r.original, r.paraphrase, r.attempts) for r in accepted[:8]],
+                )
+            ),
+            "rejected_examples": dg.MetadataValue.md(
+                markdown_table(
+                    ["original", "last reply", "reasons"],
+                    [(r.original, r.last_reply, ", ".join(r.reasons)) for r in rejected[:8]],
+                )
+            ),
+        }
+    )
+
+
+def variant_turns_sql(store: Warehouse, variant: str) -> str:
+    """The turns of the kept chains, with the paraphrase as the question in ``paraphrased``;
+    the columns of ``sample_turns_sql``."""
+    question = {"original": "t.question", "paraphrased": "p.paraphrase"}[variant]
+    return f"""
+        SELECT t.chain_id, t.turn_index, {question} AS question, t.answer, t.present_labels
+        FROM {parquet_source(store.data_path("turns"))} t
+        JOIN {parquet_source(store.data_path("paraphrased_subset"))} p
+            USING (chain_id, turn_index)
+        WHERE p.chain_kept
+        ORDER BY t.chain_id, t.turn_index"""
+
+
+@dg.asset(
+    partitions_def=model_setting_partitions,
+    deps=["paraphrased_subset", "turns"],
+    group_name="paraphrase",
+    kinds={"python", "parquet"},
+    owners=["team:chronoscope"],
+    pool="model_calls",
+    description="The model's answers on the kept chains of the paraphrased subset, once as "
+    "templated (variant original) and once as paraphrased, under the setting: the rows of "
+    "predictions plus variant. Every kept chain is in each setting, self-conditioned too.",
+)
+def paraphrase_predictions(
+    context: dg.AssetExecutionContext,
+    config: PredictionConfig,
+    warehouse: WarehouseResource,
+    models: ModelRegistry,
+) -> dg.MaterializeResult:
+    keys = context.partition_key.keys_by_dimension
+    model, setting = keys["model"], Setting(keys["setting"])
+    store = warehouse.warehouse
+    results, metadata, identity = answer_turn_sets(
+        context,
+        store,
+        models.spec(model),
+        setting,
+        config,
+        {variant: variant_turns_sql(store, variant) for variant in VARIANTS},
+    )
+    tables = []
+    for variant in VARIANTS:
+        table = predictions_table(model, setting, results[variant])
+        tables.append(
+            table.add_column(2, "variant", pa.array([variant] * table.num_rows, pa.string()))
+        )
+    store.write_table(
+        "paraphrase_predictions", pa.concat_tables(tables), model=model, setting=setting.value
+    )
+    store.write_report(
+        "paraphrase_predictions",
+        {"first_scored_turn": config.first_scored_turn, "backend": identity},
+        model=model,
+        setting=setting.value,
+    )
+    return dg.MaterializeResult(metadata=metadata)
+
+
+@dg.asset(
+    partitions_def=model_setting_partitions,
+    deps=["paraphrase_predictions"],
+    group_name="paraphrase",
+    kinds={"python", "parquet"},
+    owners=["team:chronoscope"],
+    description="The metrics of one (model, setting) on the paraphrased subset, per variant "
+    "(original, paraphrased): the long table of metrics plus variant, each variant with its "
+    "own bootstrap intervals.",
+)
+def paraphrase_metrics(
+    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    keys = context.partition_key.keys_by_dimension
+    model, setting = keys["model"], keys["setting"]
+    store = warehouse.warehouse
+    tables, scored = {}, {}
+    for variant in VARIANTS:
+        tables[variant], scored[variant] = metrics_of(
+            store, model, setting, config, "paraphrase_predictions", variant
+        )
+    table = pa.concat_tables(tables.values())
+    store.write_table("paraphrase_metrics", table, model=model, setting=setting)
+    store.write_report("paraphrase_metrics", config.model_dump(), model=model, setting=setting)
+    return dg.MaterializeResult(
+        metadata={
+            "dagster/row_count": table.num_rows,
+            "scored_turns": dg.MetadataValue.json(scored),
+            "match_mode": config.match_mode,
+            **{
+                f"{variant} {key}": value
+                for variant, variant_table in tables.items()
+                for key, value in headline_metadata(variant_table).items()
+            },
+        }
+    )
