@@ -2,7 +2,8 @@
 
 chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--models FILE] [--select SELECTION]
 chronoscope sql [--home DIR] "QUERY"
-chronoscope models list [--models FILE] | convert OUT_DIR [--gguf FILE] [--dtype DTYPE]
+chronoscope models list [--models FILE] | add NAME --backend B [...] | convert OUT_DIR [...]
+chronoscope report [--home DIR] [--models FILE]
 chronoscope probe --export FILE [--generated N] [--seed S]
 """
 
@@ -130,6 +131,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     listing.add_argument("--models", metavar="FILE", help="registry YAML (default: shipped)")
     listing.set_defaults(handler=_models_list)
+    add = model_commands.add_parser(
+        "add",
+        help="validate a new entry and append it to a registry file",
+        description="Append a model to the registry file (--models, else $CHRONOSCOPE_MODELS; "
+        "created from the shipped registry if missing). The model_registry sensor then adds its "
+        "partition and requests its runs; `chronoscope run --models FILE` does the same in "
+        "process.",
+    )
+    add.add_argument("name", help="the entry's name, which becomes the model partition key")
+    add.add_argument("--backend", required=True, help="local, vllm, openai_compatible, ...")
+    add.add_argument("--model", default="", help="model id, path or GGUF name")
+    add.add_argument("--max-new-tokens", type=int)
+    add.add_argument("--temperature", type=float)
+    add.add_argument("--top-p", type=float)
+    add.add_argument("--k", type=int, help="candidates per answer")
+    add.add_argument("--seed", type=int)
+    add.add_argument("--description")
+    add.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="backend option, value read as YAML (repeatable): --option base_url=http://...",
+    )
+    add.add_argument("--models", metavar="FILE", help="registry file to append to")
+    add.set_defaults(handler=_models_add)
     convert = model_commands.add_parser(
         "convert",
         help="convert a GGUF (default: the embedded model) into a Hugging Face folder for vLLM",
@@ -149,6 +176,16 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--generated", type=int, default=120, help="generated items (default 120)")
     probe.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     probe.set_defaults(handler=_probe)
+
+    report = commands.add_parser(
+        "report",
+        help="refresh the leaderboard and the report from the metrics materialized so far",
+        description="Materialize leaderboard and report (with their checks) from whatever "
+        "metrics partitions exist, without running any model, and print the report's main "
+        "tables and where it is.",
+    )
+    _home_argument(report)
+    report.set_defaults(handler=_report)
 
     sql = commands.add_parser(
         "sql",
@@ -284,6 +321,72 @@ def _models_list(args: argparse.Namespace) -> int:
             [spec.name, spec.backend, spec.model, spec.decoding.max_new_tokens, spec.decoding.k,
              " ".join(f"{k}={v}" for k, v in sorted(options.items()))]
         )  # fmt: skip
+    return 0
+
+
+def _models_add(args: argparse.Namespace) -> int:
+    import yaml
+
+    from chronoscope_dagster.llm.registry import RegistryError, add_entry
+    from chronoscope_dagster.resources.models import REGISTRY_ENV
+
+    path = args.models or os.environ.get(REGISTRY_ENV)
+    if not path:
+        raise UsageError(
+            "name the registry file to add to with --models FILE (created from the shipped "
+            f"registry if missing) or ${REGISTRY_ENV}; the shipped registry is read-only"
+        )
+    entry: dict[str, object] = {"name": args.name, "backend": args.backend}
+    if args.model:
+        entry["model"] = args.model
+    for key in ("max_new_tokens", "temperature", "top_p", "k", "seed", "description"):
+        if getattr(args, key) is not None:
+            entry[key] = getattr(args, key)
+    options = {}
+    for item in args.option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--option {item!r}: expected KEY=VALUE")
+        options[key] = yaml.safe_load(value)
+    if options:
+        entry["options"] = options
+    created = not Path(path).expanduser().exists()
+    try:
+        spec = add_entry(Path(path).expanduser(), entry)
+    except RegistryError as error:
+        raise UsageError(str(error)) from error
+    print(
+        f"{'created ' + path + ' from the shipped registry and ' if created else ''}"
+        f"added {spec.name} ({spec.backend}{', ' + spec.model if spec.model else ''}) to {path}"
+    )
+    print(
+        "next: the model_registry sensor adds its partition and runs it (dagster dev with "
+        f"{REGISTRY_ENV}={path}), or: chronoscope run --models {path}"
+    )
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    warehouse = Warehouse(args.home)
+    if not warehouse.partitions("metrics"):
+        raise UsageError(f"no metrics in {warehouse.home}; run `chronoscope run` first")
+    os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
+    _ensure_dagster_home(warehouse)
+    from chronoscope_dagster.orchestration import RunFailed, run_selection
+
+    try:
+        run_selection(
+            home=str(warehouse.home),
+            selection="key:leaderboard or key:report",
+            upstream=False,
+            echo=lambda line: print(line, file=sys.stderr),
+        )
+    except RunFailed as failure:
+        print(f"chronoscope: {failure}", file=sys.stderr)
+        return 1
+    markdown = (warehouse.home / "report" / "report.md").read_text(encoding="utf-8")
+    print(markdown.split("\n## Plots", 1)[0].rstrip())
+    print(f"\nreport: {warehouse.home / 'report' / 'report.html'}")
     return 0
 
 

@@ -42,8 +42,11 @@ def run_selection(
     op_config: Mapping[str, Mapping[str, object]] | None = None,
     models: str | None = None,
     instance: dg.DagsterInstance | None = None,
+    upstream: bool = True,
     echo: Callable[[str], None] = print,
 ) -> list[dg.ExecuteInProcessResult]:
+    """Run ``selection`` and, with ``upstream``, every asset upstream of it that the home does
+    not hold yet; returns the results of the runs, in order."""
     registry = ModelRegistry(path=models or "")
     defs = build_definitions(
         home,
@@ -65,7 +68,7 @@ def run_selection(
         raise ValueError(f"asset selection {selection!r} matches no asset")
     warehouse = Warehouse(home)
     wanted = set(selected)
-    for key in selected:
+    for key in selected if upstream else ():
         wanted |= {
             ancestor
             for ancestor in graph.get_ancestor_asset_keys(key)
@@ -75,51 +78,54 @@ def run_selection(
         if isinstance(assets_def, dg.AssetsDefinition) and assets_def.keys & wanted:
             wanted |= assets_def.keys  # a multi-asset runs whole
     job = defs.resolve_implicit_global_asset_job_def()
+    plan = [
+        (keys, partition_key)
+        for keys, partitions_def in _groups(
+            graph, (k for k in graph.toposorted_asset_keys if k in wanted)
+        )
+        for partition_key in (
+            _partition_keys(partitions_def, model_names) if partitions_def else [None]
+        )
+    ]
     results = []
-    for keys, partitions_def in _groups(
-        graph, (k for k in graph.toposorted_asset_keys if k in wanted)
-    ):
+    for number, (keys, partition_key) in enumerate(plan, start=1):
         names = ", ".join(key.to_user_string() for key in keys)
-        partition_keys = _partition_keys(partitions_def, model_names) if partitions_def else [None]
-        for partition_key in partition_keys:
-            label = f"{names} [{partition_key}]" if partition_key else names
-            echo(f"==> {label}")
-            started = time.perf_counter()
-            run_config = dict(INFO_LOGGING)
-            ops = {
-                op: {"config": dict(config)}
-                for op, config in (op_config or {}).items()
-                if dg.AssetKey(ASSET_OF_OP.get(op, op)) in keys
-            }
-            if ops:
-                run_config["ops"] = ops
-            result = job.execute_in_process(
-                asset_selection=keys,
-                partition_key=partition_key,
-                instance=instance,
-                run_config=run_config,
-                raise_on_error=False,
-            )
-            results.append(result)
-            failed_checks = [
-                e.check_name for e in result.get_asset_check_evaluations() if not e.passed
+        label = f"{names} [{partition_key}]" if partition_key else names
+        echo(f"==> [{number}/{len(plan)}] {label}")
+        started = time.perf_counter()
+        run_config = dict(INFO_LOGGING)
+        ops = {
+            op: {"config": dict(config)}
+            for op, config in (op_config or {}).items()
+            if dg.AssetKey(ASSET_OF_OP.get(op, op)) in keys
+        }
+        if ops:
+            run_config["ops"] = ops
+        result = job.execute_in_process(
+            asset_selection=keys,
+            partition_key=partition_key,
+            instance=instance,
+            run_config=run_config,
+            raise_on_error=False,
+        )
+        results.append(result)
+        failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+        checks = len(result.get_asset_check_evaluations())
+        echo(
+            f"    {'ok' if result.success else 'FAILED'} in {time.perf_counter() - started:.1f} s: "
+            f"{len(result.get_asset_materialization_events())} materializations, "
+            f"{checks - len(failed_checks)}/{checks} checks passed"
+        )
+        if failed_checks:
+            echo(f"    failed checks: {', '.join(failed_checks)}")
+        if not result.success:
+            failed_steps = [
+                e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"
             ]
-            checks = len(result.get_asset_check_evaluations())
-            echo(
-                f"    {'ok' if result.success else 'FAILED'} in {time.perf_counter() - started:.1f} s: "
-                f"{len(result.get_asset_materialization_events())} materializations, "
-                f"{checks - len(failed_checks)}/{checks} checks passed"
+            raise RunFailed(
+                f"run {result.run_id} failed on {label}: steps {', '.join(failed_steps) or '-'}; "
+                f"failed checks {', '.join(failed_checks) or '-'}"
             )
-            if failed_checks:
-                echo(f"    failed checks: {', '.join(failed_checks)}")
-            if not result.success:
-                failed_steps = [
-                    e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"
-                ]
-                raise RunFailed(
-                    f"run {result.run_id} failed on {label}: steps {', '.join(failed_steps) or '-'}; "
-                    f"failed checks {', '.join(failed_checks) or '-'}"
-                )
     return results
 
 

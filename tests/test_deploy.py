@@ -3,8 +3,16 @@ PostgreSQL server on 127.0.0.1, in a fresh database per test."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -12,8 +20,12 @@ import dagster as dg
 import pytest
 import yaml
 
+from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
+from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS
+from tests.pipeline_helpers import copy_home
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 
@@ -86,8 +98,245 @@ def test_compose_binds_ports_to_loopback_and_reads_secrets_from_the_environment(
     assert services["vllm"]["profiles"] == ["gpu"]
     text = (DEPLOY.parent / "docker-compose.yml").read_text()
     assert "DAGSTER_POSTGRES_PASSWORD:?" in text, "the password has no default"
+    served = {spec.name: spec for spec in load_registry(DEPLOY / "models-gpu.yaml")}["served"]
+    vllm = services["vllm"]
+    assert served.backend == "openai_compatible"
+    assert "--served-model-name served" in vllm["command"] and served.model == "served"
+    port = vllm["ports"][0].rsplit(":", 1)[1]
+    assert served.options.base_url == f"http://vllm:{port}/v1"
+    assert [s.name for s in load_registry(DEPLOY / "models.yaml")] == [
+        "local",
+        "oracle",
+        "present_day",
+    ]
     instance = yaml.safe_load((DEPLOY / "dagster.yaml").read_text())
     assert instance["storage"]["postgres"]["postgres_db"]["scheme"] == "postgresql+psycopg2"
     assert instance["storage"]["postgres"]["postgres_db"]["password"] == {
         "env": "DAGSTER_POSTGRES_PASSWORD"
     }
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Servers:
+    """The deployment's three Dagster processes, each in its own process session (a shell
+    without job control would leave them deaf to SIGINT), stopped by process group."""
+
+    def __init__(self, env: dict[str, str], workdir: Path):
+        self.env, self.workdir = env, workdir
+        self.processes: list[subprocess.Popen] = []
+        self.grpc_port, self.web_port = _free_port(), _free_port()
+        self.workspace = workdir / "workspace.yaml"
+        deployed = yaml.safe_load((DEPLOY / "workspace.yaml").read_text())
+        [entry] = deployed["load_from"]
+        entry["grpc_server"].update(host="127.0.0.1", port=self.grpc_port)
+        self.workspace.write_text(yaml.safe_dump(deployed))
+
+    def start(self, name: str, *args: str) -> None:
+        log = (self.workdir / f"{name}.log").open("wb")
+        self.processes.append(
+            subprocess.Popen(
+                [str(BIN / args[0]), *args[1:]],
+                env=self.env,
+                cwd=self.workdir,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+
+    def start_all(self) -> None:
+        self.start(
+            "code", "dagster", "api", "grpc", "-h", "127.0.0.1", "-p", str(self.grpc_port),
+            "-m", "chronoscope_dagster.definitions",
+        )  # fmt: skip
+        _wait_for(lambda: _grpc_ready(self.grpc_port, self.env), 120, "the code server")
+        self.start("daemon", "dagster-daemon", "run", "-w", str(self.workspace))
+        self.start(
+            "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.web_port),
+            "-w", str(self.workspace),
+        )  # fmt: skip
+        _wait_for(lambda: _http_ok(f"{self.url}/server_info"), 120, "the webserver")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def graphql(self, query: str, **variables) -> dict:
+        request = urllib.request.Request(
+            f"{self.url}/graphql",
+            data=json.dumps({"query": query, "variables": variables}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            body = json.loads(response.read())
+        assert "errors" not in body, body["errors"]
+        return body["data"]
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
+            for path in sorted(self.workdir.glob("*.log"))
+        )
+
+    def stop(self) -> None:
+        for process in self.processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes:
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+BIN = Path(sys.executable).parent
+
+
+def _wait_for(condition, timeout_s: float, what: str, servers: Servers | None = None):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(1.0)
+    logs = servers.logs() if servers else ""
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{logs}")
+
+
+def _grpc_ready(port: int, env: dict[str, str]) -> bool:
+    check = subprocess.run(
+        [str(BIN / "dagster"), "api", "grpc-health-check", "-p", str(port)],
+        env=env,
+        capture_output=True,
+    )
+    return check.returncode == 0
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+REPOSITORY = {"repositoryName": "__repository__", "repositoryLocationName": "chronoscope"}
+BACKFILL_DONE = ("COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED")
+EVALUATION_ASSETS = ("predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics")
+
+
+@pytest.mark.timeout(900)
+def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
+    sample_home, postgres_database, tmp_path
+):
+    """The compose deployment's processes on the real PostgreSQL: the sensor adds a model
+    appended to the registry and runs it; a partition added through GraphQL is backfilled
+    through GraphQL; materializations and check results are read back through GraphQL."""
+    home = copy_home(sample_home[0], tmp_path)
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  - {name: oracle, backend: oracle}\n")
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", dagster_home / "dagster.yaml")
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "DAGSTER_POSTGRES_HOST": "127.0.0.1",
+        "DAGSTER_POSTGRES_PORT": "5432",
+        "DAGSTER_POSTGRES_USER": "postgres",
+        "DAGSTER_POSTGRES_PASSWORD": "unused-with-trust-auth",
+        "DAGSTER_POSTGRES_DB": postgres_database,
+        "CHRONOSCOPE_HOME": str(home),
+        "CHRONOSCOPE_MODELS": str(registry),
+        "CHRONOSCOPE_DUCKDB_THREADS": "1",
+    }
+    servers = Servers(env, tmp_path)
+    try:
+        servers.start_all()
+        runs_query = """query Runs($filter: RunsFilter) {
+            runsOrError(filter: $filter) { ... on Runs { results {
+                runId status tags { key value } } } } }"""
+
+        def finished_runs(model: str) -> list[dict] | None:
+            runs = servers.graphql(runs_query)["runsOrError"]["results"]
+            mine = [
+                r for r in runs
+                if {"key": "dagster/partition/model", "value": model} in r["tags"]
+                or {"key": "dagster/partition", "value": model} in r["tags"]
+            ]  # fmt: skip
+            if len(mine) < 4 or any(
+                r["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for r in mine
+            ):
+                return None
+            return mine
+
+        sensor_runs = _wait_for(lambda: finished_runs("oracle"), 400, "the sensor's runs", servers)
+        assert {r["status"] for r in sensor_runs} == {"SUCCESS"}, servers.logs()
+        assert len(sensor_runs) == 4, "three settings and the probe"
+
+        added = servers.graphql(
+            """mutation Add($repo: RepositorySelector!, $key: String!) {
+                addDynamicPartition(repositorySelector: $repo, partitionsDefName: "model",
+                                    partitionKey: $key) {
+                    __typename ... on AddDynamicPartitionSuccess { partitionKey } } }""",
+            repo=REPOSITORY,
+            key="present_day",
+        )["addDynamicPartition"]
+        assert added == {"__typename": "AddDynamicPartitionSuccess", "partitionKey": "present_day"}
+        registry.write_text(
+            registry.read_text() + "  - {name: present_day, backend: present_day}\n"
+        )
+        keys = [f"present_day|{setting}" for setting in SETTINGS]
+        launched = servers.graphql(
+            """mutation Backfill($params: LaunchBackfillParams!) {
+                launchPartitionBackfill(backfillParams: $params) {
+                    __typename ... on LaunchBackfillSuccess { backfillId }
+                    ... on PythonError { message } } }""",
+            params={
+                "assetSelection": [{"path": [name]} for name in EVALUATION_ASSETS],
+                "partitionNames": keys,
+                "title": "evaluate present_day",
+            },
+        )["launchPartitionBackfill"]
+        assert launched["__typename"] == "LaunchBackfillSuccess", launched
+        backfill_query = """query Backfill($id: String!) { partitionBackfillOrError(backfillId: $id) {
+            ... on PartitionBackfill { status } } }"""
+
+        def backfill_done() -> str | None:
+            status = servers.graphql(backfill_query, id=launched["backfillId"])[
+                "partitionBackfillOrError"
+            ]["status"]
+            return status if status in BACKFILL_DONE else None
+
+        status = _wait_for(backfill_done, 400, "the backfill", servers)
+        assert status == "COMPLETED_SUCCESS", servers.logs()
+
+        materialized = servers.graphql(
+            """query Events($keys: [String!]) { assetOrError(assetKey: {path: ["metrics"]}) {
+                ... on Asset { assetMaterializations(partitions: $keys) { partition runId } } } }""",
+            keys=keys,
+        )["assetOrError"]["assetMaterializations"]
+        assert sorted(m["partition"] for m in materialized) == sorted(keys)
+        for check in ("metrics_reference_systems_behave", "metrics_in_range_and_consistent"):
+            executions = servers.graphql(
+                """query Checks($name: String!) { assetCheckExecutions(
+                    assetKey: {path: ["metrics"]}, checkName: $name, limit: 20) {
+                    status runId } }""",
+                name=check,
+            )["assetCheckExecutions"]
+            by_run = {e["runId"]: e["status"] for e in executions}
+            assert {by_run.get(run) for run in {m["runId"] for m in materialized}} == {
+                "SUCCEEDED"
+            }, executions
+            assert len(executions) == 6, "three settings of each model, one execution a run"
+    finally:
+        servers.stop()
+    store = Warehouse(home)
+    for setting in SETTINGS:
+        assert store.has("metrics", model="present_day", setting=setting)
+        assert store.has("metrics", model="oracle", setting=setting)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import dagster as dg
 import pyarrow as pa
@@ -200,3 +201,15 @@ def test_a_wrong_oracle_answer_fails_the_run(sample_home, tmp_path):
             instance=dg.DagsterInstance.ephemeral(),
             echo=lambda _: None,
         )
+
+
+def test_report_command_refreshes_from_what_is_materialized(sample_home, tmp_path, capsys):
+    home = copy_home(sample_home[0], tmp_path)
+    shutil.rmtree(home / "report")
+    assert main(["report", "--home", str(home)]) == 0
+    out = capsys.readouterr().out
+    assert "## Main results" in out and "| oracle | 1.000 |" in out
+    assert str(home / "report" / "report.html") in out
+    assert (home / "report" / "report.html").exists()
+    assert main(["report", "--home", str(tmp_path / "empty")]) == 2
+    assert "no metrics" in capsys.readouterr().err

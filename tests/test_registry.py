@@ -75,3 +75,53 @@ def test_decoding_fields_reach_the_spec():
         {"name": "m", "backend": "oracle", "max_new_tokens": 8, "k": 3, "temperature": 0.7}
     )
     assert spec.decoding == Decoding(max_new_tokens=8, temperature=0.7, k=3)
+
+
+def test_models_add_appends_a_validated_entry_and_keeps_comments(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text("# my models\nmodels:\n  - {name: oracle, backend: oracle}  # reference\n")
+    add = ["models", "add", "--models", str(registry)]
+    served = [
+        "served", "--backend", "openai_compatible", "--model", "qwen", "--max-new-tokens", "32",
+        "--option", "base_url=http://127.0.0.1:8000/v1", "--option", "concurrency=8",
+    ]  # fmt: skip
+    assert main([*add, *served]) == 0
+    assert "added served (openai_compatible, qwen)" in capsys.readouterr().out
+    text = registry.read_text()
+    assert text.startswith("# my models\n") and "# reference" in text
+    oracle, entry = load_registry(registry)
+    assert (oracle.name, entry.name, entry.decoding.max_new_tokens) == ("oracle", "served", 32)
+    assert entry.options.base_url == "http://127.0.0.1:8000/v1"
+    assert entry.options.concurrency == 8
+
+    assert main([*add, *served]) == 2
+    assert "already registered" in capsys.readouterr().err
+    bad = [
+        "bad",
+        "--backend",
+        "local",
+        "--model",
+        "smollm2-135m-instruct",
+        "--option",
+        "threads=many",
+    ]
+    assert main([*add, *bad]) == 2
+    assert "options.threads" in capsys.readouterr().err
+    assert main([*add, "odd", "--backend", "oracle", "--option", "novalue"]) == 2
+    assert registry.read_text() == text, "a refused entry leaves the file as it was"
+
+    fresh = tmp_path / "sub" / "fresh.yaml"
+    assert main(["models", "add", "--models", str(fresh), "echo", "--backend", "oracle"]) == 0
+    assert "created" in capsys.readouterr().out
+    shipped = [spec.name for spec in load_registry()]
+    assert [spec.name for spec in load_registry(fresh)] == [*shipped, "echo"]
+
+
+def test_models_add_needs_a_registry_file(monkeypatch, capsys):
+    from chronoscope_dagster.cli import main
+
+    monkeypatch.delenv("CHRONOSCOPE_MODELS", raising=False)
+    assert main(["models", "add", "echo", "--backend", "oracle"]) == 2
+    assert "the shipped registry is read-only" in capsys.readouterr().err

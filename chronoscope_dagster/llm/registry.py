@@ -146,3 +146,28 @@ def _describe(error: pydantic.ValidationError, prefix: str = "") -> str:
         message = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
         problems.append(f"field `{field}`: {message}")
     return "; ".join(problems)
+
+
+def add_entry(path: str | Path, raw: dict[str, Any]) -> ModelSpec:
+    """Append a validated entry to the registry file ``path`` (created as a copy of the shipped
+    registry if missing), keeping the file's comments; refuses an invalid entry or a name the
+    registry already has. The file is replaced atomically."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8") if path.exists() else DEFAULT_REGISTRY.read_text()
+    specs = load_registry(path) if path.exists() else load_registry(DEFAULT_REGISTRY)
+    spec = parse_entry(raw, f"new entry ({raw.get('name')})")
+    if spec.name in {s.name for s in specs}:
+        raise RegistryError(f"{path}: a model named {spec.name!r} is already registered")
+    flow = yaml.safe_dump(raw, default_flow_style=True, sort_keys=False, width=10**6).strip()
+    appended = text.rstrip("\n") + f"\n  - {flow}\n"
+    document = yaml.safe_load(appended)
+    old = yaml.safe_load(text)
+    if not (isinstance(document, dict) and document.get("models") == [*old["models"], raw]):
+        old["models"].append(raw)
+        appended = yaml.safe_dump(old, sort_keys=False)
+    parse_entries(yaml.safe_load(appended)["models"], source=str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(appended, encoding="utf-8")
+    temporary.replace(path)
+    return spec
