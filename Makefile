@@ -5,7 +5,7 @@ VENV ?= .venv
 HOME_DIR ?= .chronoscope
 export DAGSTER_HOME ?= $(abspath $(HOME_DIR))/dagster
 
-.PHONY: setup run test test-vllm lint format ui sample validate ci-checks bench clean
+.PHONY: setup run test test-vllm lint format ui screenshots sample validate ci-checks bench clean
 
 setup:
 	@scripts/setup.sh
@@ -35,6 +35,10 @@ format: setup
 ui: setup
 	mkdir -p $(DAGSTER_HOME)
 	CHRONOSCOPE_HOME=$(abspath $(HOME_DIR)) $(VENV)/bin/dagster dev -m chronoscope_dagster.definitions -h 127.0.0.1 -p 3000
+
+# docs/ui-*.png: the UI on .chronoscope, captured with headless Chromium
+screenshots: setup
+	$(VENV)/bin/python scripts/screenshot_ui.py --home $(HOME_DIR)
 
 # Re-render the embedded sample's dumps after editing its TSV files
 sample: setup
