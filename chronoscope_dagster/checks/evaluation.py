@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
 from chronoscope_dagster.assets.paraphrase import VARIANTS, variant_turns_sql
-from chronoscope_dagster.checks.partitions import sql_list
+from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
 from chronoscope_dagster.evaluation.metrics import consistency_problems
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.resources import WarehouseResource
@@ -19,10 +19,7 @@ def checked_model_partitions(
     context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str = "predictions"
 ) -> list[tuple[str, Setting]]:
     """The (model, setting) partition the run materialized, else every materialized one."""
-    available = sorted((p["model"], Setting(p["setting"])) for p in store.partitions(asset))
-    tags = context.run.tags
-    wanted = (tags.get("dagster/partition/model"), tags.get("dagster/partition/setting"))
-    return [p for p in available if p == wanted] or available
+    return [(p["model"], Setting(p["setting"])) for p in checked_partitions(context, store, asset)]
 
 
 def _expected_turns_sql(store: Warehouse, asset: str, setting: Setting) -> str:

@@ -32,7 +32,7 @@ def claims_reconcile(
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     problems: list[str] = []
-    years = checked_partitions(context, store, "claims", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
     for year in years:
         report = store.read_report("claims", snapshot_year=year)
         counts = report["counts"]
@@ -65,7 +65,7 @@ def claims_well_formed(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "claims", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
     pids = sql_list(default_catalog().pids)
     date_checks = " + ".join(
         f"count_if(({name}_date IS NULL) <> ({name}_precision IS NULL)) "
@@ -136,7 +136,7 @@ def claims_expectations(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "claims", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
     columns = ["subject_qid", "value_qid", "pid", "rank", "start_precision", "end_precision",
                "start_calendar", "end_unknown"]  # fmt: skip
     with store.connect(views=True) as connection:
@@ -156,7 +156,7 @@ def labels_well_formed(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "labels", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "labels")]
     with store.connect(views=True) as connection:
         rows, duplicates, bad_qid, empty = connection.execute(
             f"""

@@ -10,13 +10,20 @@ from chronoscope_dagster.warehouse import Warehouse
 
 
 def checked_partitions(
-    context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str, key: str
-) -> list[str]:
-    """The partition the run materialized, else every materialized partition of ``asset``."""
-    available = sorted({partition[key] for partition in store.partitions(asset)})
-    run_partition = context.run.tags.get("dagster/partition")
-    if run_partition in available:
-        return [run_partition]
+    context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str
+) -> list[dict[str, str]]:
+    """The partition the run materialized (its keys by dimension), else every materialized
+    partition of ``asset``."""
+    available = store.partitions(asset)
+    tags = context.run.tags
+    for partition in available:
+        if len(partition) == 1 and tags.get("dagster/partition") in partition.values():
+            return [partition]
+        if partition and all(
+            tags.get(f"dagster/partition/{dimension}") == value
+            for dimension, value in partition.items()
+        ):
+            return [partition]
     return available
 
 

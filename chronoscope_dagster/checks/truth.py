@@ -28,7 +28,7 @@ def fact_intervals_reconcile(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "fact_intervals", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "fact_intervals")]
     problems = []
     for year in years:
         report = store.read_report("fact_intervals", snapshot_year=year)
@@ -73,7 +73,9 @@ def truth_values_hold_at_anchor(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = sql_list(checked_partitions(context, store, "truth", "snapshot_year"), numeric=True)
+    years = sql_list(
+        [p["snapshot_year"] for p in checked_partitions(context, store, "truth")], numeric=True
+    )
     holds = """
         (t.anchor_scope = 'timeless' AND i.is_timeless)
         OR (t.anchor_scope <> 'timeless' AND (i.is_timeless OR (
@@ -129,7 +131,9 @@ def truth_keys_and_canonical(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = sql_list(checked_partitions(context, store, "truth", "snapshot_year"), numeric=True)
+    years = sql_list(
+        [p["snapshot_year"] for p in checked_partitions(context, store, "truth")], numeric=True
+    )
     with store.connect(views=True) as connection:
         rows, duplicates, outside, missing_canonical = connection.execute(
             f"""SELECT count(*),
@@ -161,7 +165,7 @@ def truth_deterministic(
     anchor_calendar: AnchorCalendar,
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "truth", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "truth")]
     differing = []
     with tempfile.TemporaryDirectory() as scratch, store.connect() as connection:
         for year in years:
@@ -209,7 +213,7 @@ def truth_expectations(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    years = checked_partitions(context, store, "truth", "snapshot_year")
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "truth")]
     columns = ["subject_qid", "pid", "anchor_scope", "canonical_value_qid", "n_values",
                "year(anchor_date) AS anchor_year"]  # fmt: skip
     with store.connect(views=True) as connection:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.probe.corpus import Corpus, ids_fingerprint
 from chronoscope_dagster.probe.grounding import DeliveredRecord
 from chronoscope_dagster.probe.judge import (
@@ -216,14 +217,16 @@ def render_markdown(report: ProbeReport) -> str:
         "the share of the score that came from dates printed in the prompt. Not comparable "
         "with LongMemEval scores; instants are read as UTC.",
         "",
-        "| arm | agent | accuracy | correct / n | errors | LLM judge | judge n | agreement |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for s in report.arms:
-        lines.append(
-            f"| {s.arm} | {s.agent} | {_pct(s.accuracy)} | {s.correct} / {s.n} | {s.errors} "
-            f"| {_pct(s.judge_accuracy)} | {s.judge_n} | {_pct(s.judge_agreement)} |"
-        )
+        markdown_table(
+            ["arm", "agent", "accuracy", "correct / n", "errors", "LLM judge", "judge n",
+             "agreement"],
+            [
+                (s.arm, s.agent, _pct(s.accuracy), f"{s.correct} / {s.n}", s.errors,
+                 _pct(s.judge_accuracy), s.judge_n, _pct(s.judge_agreement))
+                for s in report.arms
+            ],
+        ),
+    ]  # fmt: skip
     if report.ordering_floor:
         correct, n = report.ordering_floor
         lines += [
@@ -238,10 +241,13 @@ def render_markdown(report: ProbeReport) -> str:
             "",
             f"## Control minus probe: {diff} (n = {p.n})",
             "",
-            "| | probe right | probe wrong |",
-            "|---|---|---|",
-            f"| control right | {p.both_correct} | {p.first_only} |",
-            f"| control wrong | {p.second_only} | {p.neither} |",
+            markdown_table(
+                ["", "probe right", "probe wrong"],
+                [
+                    ("control right", p.both_correct, p.first_only),
+                    ("control wrong", p.second_only, p.neither),
+                ],
+            ),
             "",
             f"Exact two-sided sign test over {p.first_only + p.second_only} discordant items: "
             f"p = {p.p_value:.4g}.",
@@ -251,27 +257,29 @@ def render_markdown(report: ProbeReport) -> str:
             "",
             "## By question type",
             "",
-            "| arm | type | accuracy | correct / n |",
-            "|---|---|---|---|",
-        ]
-        lines += [
-            f"| {t.arm} | {t.question_type} | {_pct(t.accuracy)} | {t.correct} / {t.n} |"
-            for t in report.by_type
+            markdown_table(
+                ["arm", "type", "accuracy", "correct / n"],
+                [
+                    (t.arm, t.question_type, _pct(t.accuracy), f"{t.correct} / {t.n}")
+                    for t in report.by_type
+                ],
+            ),
         ]
     lines += [
         "",
         "## Delivered",
         "",
-        "| arm | mode | questions | sessions timestamped | turns timestamped | earliest | latest "
-        "| in-text dates removed | sessions with date-like content |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for arm, d in report.delivered.items():
-        lines.append(
-            f"| {arm} | {d.mode} | {d.questions} | {d.sessions_timestamped} | "
-            f"{d.turns_timestamped} | {d.earliest or '-'} | {d.latest or '-'} | "
-            f"{'yes' if d.in_text_dates_removed else 'no'} | {d.sessions_with_date_like_content} |"
-        )
+        markdown_table(
+            ["arm", "mode", "questions", "sessions timestamped", "turns timestamped", "earliest",
+             "latest", "in-text dates removed", "sessions with date-like content"],
+            [
+                (arm, d.mode, d.questions, d.sessions_timestamped, d.turns_timestamped,
+                 d.earliest or "-", d.latest or "-", "yes" if d.in_text_dates_removed else "no",
+                 d.sessions_with_date_like_content)
+                for arm, d in report.delivered.items()
+            ],
+        ),
+    ]  # fmt: skip
     v = report.provenance
     lines += [
         "",
