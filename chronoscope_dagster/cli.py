@@ -104,7 +104,8 @@ def _parser() -> argparse.ArgumentParser:
         "--paraphrase-chains",
         type=int,
         metavar="N",
-        help="chains of the evaluation sample to paraphrase (default 24; the paper's 10,000)",
+        help="chains of the evaluation sample to paraphrase (default: 10,000, the paper's size; 24 "
+        "when every snapshot is the embedded sample)",
     )
     run.add_argument(
         "--paraphraser",

@@ -27,24 +27,30 @@ from chronoscope_dagster.chains.paraphrase import (
     subset_sql,
     turns_for_paraphrase,
 )
+from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
-from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
+from chronoscope_dagster.resources import DumpSources, ModelRegistry, WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 VARIANTS = ("original", "paraphrased")
 """The two conditions of Table 5 ("Orig", "Para"), evaluated on the same kept chains."""
 
 
+SAMPLE_SUBSET_CHAINS = 24
+FULL_SUBSET_CHAINS = 10_000
+
+
 class ParaphraseConfig(dg.Config):
-    chains: int = Field(
-        default=24,
+    chains: int | None = Field(
+        default=None,
         ge=0,
         description="Chains of the evaluation sample to paraphrase, spread over its (family, "
-        "length) strata (the paper paraphrases 10,000).",
+        f"length) strata; default {FULL_SUBSET_CHAINS:,} (the paper's size), or "
+        f"{SAMPLE_SUBSET_CHAINS} when every snapshot is the embedded sample.",
     )
     paraphraser: str = Field(
         default="local", description="The registry model that rewrites the questions."
@@ -100,10 +106,15 @@ def paraphrased_subset(
     warehouse: WarehouseResource,
     models: ModelRegistry,
     duckdb: DuckDBResource,
+    dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
     store = warehouse.warehouse
     spec = models.spec(config.paraphraser)
-    subset = subset_sql(parquet_source(store.data_path("eval_sample")), config.chains, config.seed)
+    size = config.chains
+    if size is None:
+        embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
+        size = SAMPLE_SUBSET_CHAINS if embedded else FULL_SUBSET_CHAINS
+    subset = subset_sql(parquet_source(store.data_path("eval_sample")), size, config.seed)
     turns, labels = turns_and_labels(store, subset)
     items = turns_for_paraphrase(turns, entity_names(labels))
     decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
@@ -135,7 +146,7 @@ def paraphrased_subset(
     store.write_report(
         "paraphrased_subset",
         {
-            "config": config.model_dump(),
+            "config": {**config.model_dump(), "chains": size},
             "backend": dict(backend.identity()),
             "decoding": decoding.as_dict(),
             "counts": counts.as_metadata(),
