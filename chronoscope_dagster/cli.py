@@ -110,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--paraphraser",
         metavar="MODEL",
-        help="registry model that paraphrases the questions (default: local, the embedded model)",
+        help="registry model that paraphrases the questions (default: the embedded CPU model)",
     )
     run.add_argument(
         "--models",

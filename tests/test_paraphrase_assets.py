@@ -162,3 +162,22 @@ def test_the_paraphraser_must_be_in_the_registry(tmp_path, capsys):
     assert main(["run", "--home", str(home), "--paraphraser", "gpt-9"]) == 2
     assert "model 'gpt-9' is not in the registry" in capsys.readouterr().err
     assert not home.exists() or not (home / "claims").exists()
+
+
+def test_a_rerun_asks_the_model_nothing_and_writes_the_same_bytes(sample_home, tmp_path):
+    home = copy_home(sample_home[0], tmp_path)
+    path = Warehouse(home).data_path("paraphrased_subset")
+    before = path.read_bytes()
+    [result] = run_selection(
+        home=str(home),
+        selection="paraphrased_subset",
+        models=str(TEST_MODELS),
+        op_config={"paraphrased_subset": {"chains": 4, "retries": 1}},
+        instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
+    )
+    [materialization] = result.get_asset_materialization_events()
+    metadata = materialization.materialization.metadata
+    assert metadata["backend_calls"].value == 0
+    assert metadata["cache_hits"].value > 0
+    assert path.read_bytes() == before

@@ -411,7 +411,7 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         kept = store.read_report("paraphrased_subset")
         provenance["paraphrased subset"] = (
             f"{kept['kept_chains']} of {kept['chains']} chains kept "
-            f"(paraphraser {kept['config']['paraphraser']})"
+            f"(paraphraser {kept['paraphraser']})"
         )
     markdown = render_markdown(every, plots, provenance, paraphrase)
     (staging / "report.md").write_text(markdown, encoding="utf-8")

@@ -31,6 +31,7 @@ from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+from chronoscope_dagster.llm.registry import embedded_spec
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import DumpSources, ModelRegistry, WarehouseResource
@@ -53,7 +54,9 @@ class ParaphraseConfig(dg.Config):
         f"{SAMPLE_SUBSET_CHAINS} when every snapshot is the embedded sample.",
     )
     paraphraser: str = Field(
-        default="local", description="The registry model that rewrites the questions."
+        default="",
+        description="The registry model that rewrites the questions; empty: the embedded CPU "
+        "model, whether or not the registry has it.",
     )
     retries: int = Field(
         default=2,
@@ -109,7 +112,7 @@ def paraphrased_subset(
     dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
     store = warehouse.warehouse
-    spec = models.spec(config.paraphraser)
+    spec = models.spec(config.paraphraser) if config.paraphraser else embedded_spec()
     size = config.chains
     if size is None:
         embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
@@ -147,6 +150,7 @@ def paraphrased_subset(
         "paraphrased_subset",
         {
             "config": {**config.model_dump(), "chains": size},
+            "paraphraser": spec.name,
             "backend": dict(backend.identity()),
             "decoding": decoding.as_dict(),
             "counts": counts.as_metadata(),

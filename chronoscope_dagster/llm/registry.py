@@ -18,6 +18,7 @@ import yaml
 
 from chronoscope_dagster.data import DATA_DIR
 from chronoscope_dagster.llm.base import BackendOptions, ChatBackend, Decoding
+from chronoscope_dagster.llm.embedded import EMBEDDED_MODEL
 
 DEFAULT_REGISTRY = DATA_DIR / "models.yaml"
 
@@ -64,6 +65,12 @@ class ModelSpec:
     def build(self) -> ChatBackend:
         """The backend object; heavy packages are imported here, not when the registry loads."""
         return backend_class(self.backend)(self)
+
+
+def embedded_spec(name: str = "embedded") -> ModelSpec:
+    """The embedded CPU model with the registry's defaults, for work that needs a model
+    whatever the registry holds (the default paraphraser)."""
+    return parse_entry({"name": name, "backend": "local", "model": EMBEDDED_MODEL})
 
 
 def backend_class(backend: str) -> Any:
