@@ -45,3 +45,16 @@ def test_run_usage_errors(tmp_path, capsys, argv, message):
 def test_sql_without_a_warehouse(tmp_path, capsys):
     assert main(["sql", "--home", str(tmp_path / "missing"), "SELECT 1"]) == 2
     assert "chronoscope run" in capsys.readouterr().err
+
+
+def test_design_view_names_are_aliases_of_the_asset_views(tmp_path, capsys):
+    import pyarrow as pa
+
+    from chronoscope_dagster.warehouse import Warehouse
+
+    store = Warehouse(tmp_path)
+    store.write_table("probe_corpus", pa.table({"question_id": ["q1", "q2"]}))
+    assert main(["sql", "--home", str(tmp_path), "SELECT count(*) AS n FROM probe_items"]) == 0
+    assert capsys.readouterr().out == "n\n2\n"
+    assert main(["sql", "--home", str(tmp_path), "SELECT * FROM paraphrases"]) == 2
+    assert "paraphrases" in capsys.readouterr().err, "no alias while its asset has no data"
