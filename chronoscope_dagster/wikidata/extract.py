@@ -23,12 +23,14 @@ their items have English labels: labels are joined downstream.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 
 import orjson
 import pyarrow as pa
+import simdjson
 
 from chronoscope_dagster.wikidata.properties import PropertyCatalog, default_catalog
 from chronoscope_dagster.wikidata.times import InvalidTime, WikidataTime, parse_time
@@ -48,6 +50,10 @@ STRUCTURAL = (b"", b"[", b"]")
 _TRAILING_SPACE = frozenset(b" \t\r\n")
 _COMMA = ord(",")
 _TIME_FIELDS = ("date", "precision", "calendar")
+_OPEN_BRACE = ord("{")
+_ENTITY_KEYS = ("id", "labels", "descriptions", "aliases", "claims")
+_TERM_KEYS = frozenset(("labels", "descriptions", "aliases"))
+_QUALIFIER_CACHE_SIZE = 1 << 14
 
 
 def claims_schema(catalog: PropertyCatalog) -> pa.Schema:
@@ -97,12 +103,37 @@ class _Rejected(Exception):
         self.reason = reason
 
 
+class _NeedsFullParse(Exception):
+    """A key the extractor reads appears twice: only a full parse resolves it as orjson does."""
+
+
+@dataclass(frozen=True, slots=True)
+class _QualifierOutcome:
+    """The qualifier columns of a statement, or its rejection, with the counts they add."""
+
+    columns: tuple
+    counts: tuple[tuple[str, int], ...]
+    rejection: str | None
+
+    def apply(self, counts: Counter) -> tuple:
+        for key, count in self.counts:
+            counts[key] += count
+        if self.rejection is not None:
+            raise _Rejected(self.rejection)
+        return self.columns
+
+
 class Extractor:
-    """Turns dump lines into claim and label rows, counting everything it sees."""
+    """Turns dump lines into claim and label rows, counting everything it sees.
+
+    ``full_parses`` counts the lines that were not read lazily but parsed whole by orjson
+    (malformed lines and the few shapes the lazy reader leaves to it).
+    """
 
     def __init__(self, catalog: PropertyCatalog | None = None):
         self.catalog = catalog or default_catalog()
         self.schema = claims_schema(self.catalog)
+        self._row_type = pa.struct(list(self.schema))
         self._pids = self.catalog.pids
         self._time_slots = {pid: i for i, pid in enumerate(self.catalog.time_qualifiers)}
         self._end_slot = list(self.catalog.time_qualifiers.values()).index("end")
@@ -111,8 +142,26 @@ class Extractor:
         self._no_qualifiers = (None,) * (3 * len(self._time_slots)) + (False,)
         self._no_qualifiers += (None,) * len(self._list_slots)
         self._time_cache: dict[tuple, WikidataTime | InvalidTime] = {}
+        self._pid_set = frozenset(self._pids)
+        self._parser = simdjson.Parser()
+        self._qualifier_cache: dict[bytes, _QualifierOutcome] = {}
+        self.full_parses = 0
 
     def extract_lines(self, lines: list[bytes]) -> ChunkResult:
+        """Rows and counts of the lines, with the cyclic garbage collector paused.
+
+        Parsing allocates millions of short-lived containers and no reference cycles, so
+        the collector's passes would only cost time (5 to 15% of it).
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._extract_lines(lines)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _extract_lines(self, lines: list[bytes]) -> ChunkResult:
         counts: Counter[str] = Counter()
         rows: list[tuple] = []
         labels: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
@@ -127,11 +176,14 @@ class Extractor:
             if raw[end - 1] == _COMMA:
                 end -= 1
             line = memoryview(raw)[:end]  # no copy of a multi-kilobyte line
-            try:
-                entity = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                counts[f"rejected:{_decode_failure(bytes(line))}"] += 1
-                continue
+            entity = self._lazy_entity(line)
+            if entity is None:
+                self.full_parses += 1
+                try:
+                    entity = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    counts[f"rejected:{_decode_failure(bytes(line))}"] += 1
+                    continue
             entity_id = entity.get("id") if isinstance(entity, dict) else None
             if not isinstance(entity_id, str):
                 counts["rejected:not_an_entity"] += 1
@@ -147,18 +199,92 @@ class Extractor:
             counts["items"] += 1
             self._labels(entity_id, entity, labels, counts)
             self._statements(entity_id, entity.get("claims"), rows, counts)
-        columns = list(zip(*rows, strict=True)) if rows else [[] for _ in self.schema.names]
         return ChunkResult(
-            claims=pa.Table.from_arrays(
-                [
-                    pa.array(column, type=f.type)
-                    for column, f in zip(columns, self.schema, strict=True)
-                ],
-                schema=self.schema,
-            ),
+            claims=pa.Table.from_struct_array(pa.array(rows, type=self._row_type)),
             labels=pa.table(labels, schema=LABELS_SCHEMA),
             counts=counts,
         )
+
+    def _lazy_entity(self, line: memoryview) -> dict | None:
+        """What the extractor reads of an entity, or None where only orjson can say.
+
+        simdjson validates the whole line but only the id, the English terms and the
+        statements of extracted properties become Python objects, as orjson would make
+        them. Lines that simdjson rejects or could read otherwise than orjson (a
+        byte-order mark, integers beyond 64 bits, a key read here that appears twice)
+        return None, so the caller parses them with orjson: rows, counts and rejection
+        reasons stay those of a full parse.
+        """
+        if not line or line[0] != _OPEN_BRACE:
+            return None
+        try:
+            document = self._parser.parse(line)
+            return {
+                key: self._lazy_field(key, value)
+                for key, value in _unique_fields(document, _ENTITY_KEYS).items()
+            }
+        except (ValueError, RuntimeError, RecursionError, _NeedsFullParse):
+            return None
+
+    def _lazy_field(self, key: str, value: object) -> object:
+        if type(value) is simdjson.Object:
+            if key == "claims":
+                return self._lazy_claims(value)
+            if key in _TERM_KEYS:
+                return {k: _plain(v) for k, v in _unique_fields(value, ("en",)).items()}
+        return _plain(value)
+
+    def _lazy_claims(self, claims: simdjson.Object) -> dict:
+        out = {}
+        for pid in list(claims):
+            if pid not in self._pid_set:
+                continue
+            if pid in out:
+                raise _NeedsFullParse
+            statements = claims[pid]
+            if type(statements) is simdjson.Array:
+                out[pid] = [self._lazy_statement(statement) for statement in statements]
+            else:
+                out[pid] = _plain(statements)
+        return out
+
+    def _lazy_statement(self, statement: object) -> object:
+        """``(mainsnak, rank, id, qualifiers)``, with qualifiers already interpreted."""
+        if type(statement) is not simdjson.Object:
+            return _plain(statement)
+        names = list(statement)
+        if len(set(names)) != len(names):
+            raise _NeedsFullParse
+        mainsnak = statement["mainsnak"] if "mainsnak" in names else None
+        mainsnak = mainsnak.as_dict() if type(mainsnak) is simdjson.Object else _plain(mainsnak)
+        rank = statement["rank"] if "rank" in names else None
+        if type(rank) is not str:
+            rank = _plain(rank)
+        statement_id = statement["id"] if "id" in names else None
+        if type(statement_id) is not str:
+            statement_id = _plain(statement_id)
+        if "qualifiers" not in names:
+            return mainsnak, rank, statement_id, None
+        qualifiers = statement["qualifiers"]
+        if type(qualifiers) is simdjson.Object:
+            return mainsnak, rank, statement_id, self._qualifier_outcome(qualifiers)
+        return mainsnak, rank, statement_id, _plain(qualifiers)
+
+    def _qualifier_outcome(self, qualifiers: simdjson.Object) -> _QualifierOutcome:
+        """Memoized on the minified JSON, which tells apart every value (1 and 1.0 too)."""
+        key = qualifiers.mini
+        outcome = self._qualifier_cache.get(key)
+        if outcome is None:
+            counts: Counter[str] = Counter()
+            try:
+                columns, rejection = self._qualifier_columns(qualifiers.as_dict(), counts), None
+            except _Rejected as rejected:
+                columns, rejection = (), rejected.reason
+            outcome = _QualifierOutcome(columns, tuple(counts.items()), rejection)
+            if len(self._qualifier_cache) >= _QUALIFIER_CACHE_SIZE:
+                self._qualifier_cache.clear()
+            self._qualifier_cache[key] = outcome
+        return outcome
 
     def _labels(self, qid: str, entity: dict, out: dict[str, list], counts: Counter) -> None:
         label = _english(entity.get("labels"))
@@ -194,7 +320,7 @@ class Extractor:
             for statement in statements:
                 seen += 1
                 try:
-                    rows.append((qid, pid, *self._statement(statement, counts)))
+                    rows.append(self._statement(qid, pid, statement, counts))
                 except _Rejected as rejected:
                     counts[rejected.reason] += 1
                     continue
@@ -202,12 +328,16 @@ class Extractor:
         counts["statements_seen"] += seen
         counts["statements_kept"] += kept
 
-    def _statement(self, statement: object, counts: Counter) -> tuple:
-        """The columns after subject and pid, or ``_Rejected`` with the reason."""
-        if not isinstance(statement, dict):
+    def _statement(self, qid: str, pid: str, statement: object, counts: Counter) -> tuple:
+        """The row of a statement (parsed, or as ``_lazy_statement`` read it), or ``_Rejected``."""
+        if type(statement) is tuple:
+            mainsnak, rank, statement_id, qualifiers = statement
+        elif isinstance(statement, dict):
+            mainsnak, rank = statement.get("mainsnak"), statement.get("rank")
+            statement_id, qualifiers = statement.get("id"), statement.get("qualifiers")
+        else:
             raise _Rejected("dropped:malformed_statement")
-        mainsnak = statement.get("mainsnak")
-        rank = statement.get("rank") or "normal"
+        rank = rank or "normal"
         if not isinstance(mainsnak, dict) or not isinstance(rank, str) or rank not in _RANKS:
             raise _Rejected("dropped:malformed_statement")
         if rank == "deprecated":
@@ -216,10 +346,15 @@ class Extractor:
         if snaktype != "value":
             special = _SPECIAL_SNAK.get(snaktype) if isinstance(snaktype, str) else None
             raise _Rejected(special or "dropped:malformed_statement")
-        head = (_item_value(mainsnak), rank, _string_or_none(statement.get("id")))
-        qualifiers = statement.get("qualifiers")
+        head = (qid, pid, _item_value(mainsnak), rank, _string_or_none(statement_id))
+        if type(qualifiers) is _QualifierOutcome:
+            return head + qualifiers.apply(counts)
         if not qualifiers or not isinstance(qualifiers, dict):
             return head + self._no_qualifiers
+        return head + self._qualifier_columns(qualifiers, counts)
+
+    def _qualifier_columns(self, qualifiers: dict, counts: Counter) -> tuple:
+        """The time, ``end_unknown`` and list columns, or ``_Rejected`` (an invalid time)."""
         times = [None] * (3 * len(self._time_slots))
         lists: list[list[str] | None] = [None] * len(self._list_slots)
         unknown_end = False
@@ -265,7 +400,7 @@ class Extractor:
                         values.append(value)
             lists[slot] = values or None
         end_unknown = unknown_end and times[3 * self._end_slot] is None
-        return (*head, *times, end_unknown, *lists)
+        return (*times, end_unknown, *lists)
 
     def _time(self, value: object) -> WikidataTime:
         """Parse a time value, memoized: real dumps repeat the same dates constantly."""
@@ -285,6 +420,27 @@ class Extractor:
         if isinstance(cached, InvalidTime):
             raise _Rejected("dropped:invalid_time")
         return cached
+
+
+def _unique_fields(obj: simdjson.Object, keys: tuple[str, ...]) -> dict[str, object]:
+    """The values of ``keys`` present in ``obj``; ``_NeedsFullParse`` if one appears twice."""
+    names = list(obj)
+    fields = {}
+    for key in keys:
+        found = names.count(key)
+        if found == 1:
+            fields[key] = obj[key]
+        elif found:
+            raise _NeedsFullParse
+    return fields
+
+
+def _plain(value: object) -> object:
+    if type(value) is simdjson.Object:
+        return value.as_dict()
+    if type(value) is simdjson.Array:
+        return value.as_list()
+    return value
 
 
 def _datavalue(snak: dict) -> object:
