@@ -9,6 +9,11 @@ SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().pare
 REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
+SAMPLE_OP_CONFIG = {
+    "probe_runs": {"items_per_type": 1},
+    "paraphrased_subset": {"chains": 4, "retries": 1},
+}
+"""The test session's small probe and paraphrased subset."""
 
 
 @pytest.fixture(autouse=True)
@@ -47,10 +52,7 @@ def sample_home(tmp_path_factory):
     results = run_selection(
         home=str(home),
         models=str(TEST_MODELS),
-        op_config={
-            "probe_runs": {"items_per_type": 1},
-            "paraphrased_subset": {"chains": 4, "retries": 1},
-        },
+        op_config=SAMPLE_OP_CONFIG,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )

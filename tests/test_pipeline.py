@@ -10,7 +10,7 @@ from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import REFERENCE_MODELS
+from tests.conftest import REFERENCE_MODELS, SAMPLE_OP_CONFIG
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
@@ -60,6 +60,7 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
     run_selection(
         home=str(tmp_path),
         models=str(REFERENCE_MODELS),
+        op_config=SAMPLE_OP_CONFIG,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )
@@ -70,7 +71,7 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
                 first.data_path(asset, snapshot_year=year).read_bytes()
                 == second.data_path(asset, snapshot_year=year).read_bytes()
             ), f"{asset} {year} differs between two runs"
-    for asset in ("present_day", "turns", "chains", "eval_sample"):
+    for asset in ("present_day", "turns", "chains", "eval_sample", "paraphrased_subset"):
         assert first.data_path(asset).read_bytes() == second.data_path(asset).read_bytes(), asset
     for model in ("oracle", "present_day"):
         for setting in SETTINGS:
