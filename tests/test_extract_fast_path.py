@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from chronoscope_dagster.wikidata.extract import Extractor
+from tests.test_fuzz import _paths
 
 WEIRD_VALUES: list[object] = [
     None,
@@ -196,17 +197,6 @@ def _statements(entity: dict) -> list[dict]:
     if not isinstance(claims, dict):
         return []
     return [s for group in claims.values() if isinstance(group, list) for s in group]
-
-
-def _paths(node: object, path: tuple = ()) -> list[tuple]:
-    found = [path]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*path, index))
-    return found
 
 
 def _replace(node: object, path: tuple, value: object) -> None:
