@@ -73,6 +73,11 @@ class Warehouse:
     def duckdb_path(self) -> Path:
         return self.home / DUCKDB_FILE
 
+    @property
+    def response_cache_path(self) -> Path:
+        """The SQLite cache of model answers every model step shares."""
+        return self.home / "cache" / "responses.sqlite"
+
     def partition_dir(self, asset: str, **keys: str) -> Path:
         path = self.home / asset
         for key, value in keys.items():

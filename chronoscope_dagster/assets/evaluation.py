@@ -4,7 +4,8 @@ import json
 import shutil
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
 
 import dagster as dg
@@ -89,6 +90,38 @@ class ProgressLog:
         )
 
 
+@contextmanager
+def model_chat(store: Warehouse, spec: ModelSpec, chunk_size: int) -> Iterator[CachedChat]:
+    """The registry model behind the home's response cache; both are closed on leaving."""
+    backend = spec.build()
+    cache = ResponseCache(store.response_cache_path)
+    try:
+        yield CachedChat(backend, cache, chunk_size=chunk_size)
+    finally:
+        backend.close()
+        cache.close()
+
+
+def write_predictions(
+    store: Warehouse,
+    asset: str,
+    table: pa.Table,
+    config: PredictionConfig,
+    identity: Mapping[str, object],
+    *,
+    model: str,
+    setting: Setting,
+) -> None:
+    """A predictions partition and the report ``scored_turns_sql`` reads back."""
+    store.write_table(asset, table, model=model, setting=setting.value)
+    store.write_report(
+        asset,
+        {"first_scored_turn": config.first_scored_turn, "backend": dict(identity)},
+        model=model,
+        setting=setting.value,
+    )
+
+
 def _request_count(chains: list[EvalChain], setting: Setting, first_scored_turn: int) -> int:
     if setting is Setting.SELF_CONDITIONED:
         return sum(len(c.questions) for c in chains)
@@ -111,16 +144,13 @@ def answer_turn_sets(
             name: chains_from_turns(connection.sql(sql).to_arrow_table())
             for name, sql in turn_sets.items()
         }
-    backend = spec.build()
-    cache = ResponseCache(store.home / "cache" / "responses.sqlite")
-    chat = CachedChat(backend, cache, chunk_size=config.chunk_size)
     chains = sum(len(c) for c in chain_sets.values())
     total = sum(_request_count(c, setting, config.first_scored_turn) for c in chain_sets.values())
     label = f"{spec.name} / {setting}"
     context.log.info(f"{label}: {chains:,} chains, {total:,} requests")
     progress = ProgressLog(context.log, label, total)
     started = time.perf_counter()
-    try:
+    with model_chat(store, spec, config.chunk_size) as chat:
         results = {
             name: predict(
                 chain_set,
@@ -132,10 +162,8 @@ def answer_turn_sets(
             )
             for name, chain_set in chain_sets.items()
         }
-    finally:
-        backend.close()
-        cache.close()
     elapsed = time.perf_counter() - started
+    backend = chat.backend
     every = [p for predictions in results.values() for p in predictions]
     errors = Counter(p.completion.error.split(":", 1)[0] for p in every if p.completion.error)
     identity = dict(backend.identity())
@@ -196,13 +224,7 @@ def predictions(
         {"eval_sample": sample_turns_sql(store, setting)},
     )
     table = predictions_table(model, setting, results["eval_sample"])
-    store.write_table("predictions", table, model=model, setting=setting.value)
-    store.write_report(
-        "predictions",
-        {"first_scored_turn": config.first_scored_turn, "backend": identity},
-        model=model,
-        setting=setting.value,
-    )
+    write_predictions(store, "predictions", table, config, identity, model=model, setting=setting)
     return dg.MaterializeResult(metadata=metadata)
 
 

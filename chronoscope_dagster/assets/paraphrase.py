@@ -17,10 +17,13 @@ from chronoscope_dagster.assets.evaluation import (
     answer_turn_sets,
     headline_metadata,
     metrics_of,
+    model_chat,
+    write_predictions,
 )
 from chronoscope_dagster.chains.paraphrase import (
     PARAPHRASE_MAX_NEW_TOKENS,
     entity_names,
+    kept_chains,
     paraphrase_decoding,
     paraphrase_turns,
     paraphrases_table,
@@ -30,7 +33,6 @@ from chronoscope_dagster.chains.paraphrase import (
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import Setting
-from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.registry import embedded_spec
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
@@ -123,11 +125,8 @@ def paraphrased_subset(
     decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
     chains = len(set(turns.column("chain_id").to_pylist()))
     context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {spec.name}")
-    backend = spec.build()
-    cache = ResponseCache(store.home / "cache" / "responses.sqlite")
-    chat = CachedChat(backend, cache, chunk_size=config.chunk_size)
     started = time.perf_counter()
-    try:
+    with model_chat(store, spec, config.chunk_size) as chat:
         results, counts = paraphrase_turns(
             items,
             chat,
@@ -135,11 +134,9 @@ def paraphrased_subset(
             retries=config.retries,
             progress=ProgressLog(context.log, f"paraphrasing with {spec.name}", None),
         )
-    finally:
-        backend.close()
-        cache.close()
+    backend = chat.backend
     table = paraphrases_table(results)
-    kept = sorted(set(table.filter(table["chain_kept"]).column("chain_id").to_pylist()))
+    kept = kept_chains(results)
     if not kept:
         context.log.warning(
             f"no chain kept: every chain has a turn whose paraphrase {spec.name} could not get "
@@ -238,14 +235,14 @@ def paraphrase_predictions(
         tables.append(
             table.add_column(2, "variant", pa.array([variant] * table.num_rows, pa.string()))
         )
-    store.write_table(
-        "paraphrase_predictions", pa.concat_tables(tables), model=model, setting=setting.value
-    )
-    store.write_report(
+    write_predictions(
+        store,
         "paraphrase_predictions",
-        {"first_scored_turn": config.first_scored_turn, "backend": identity},
+        pa.concat_tables(tables),
+        config,
+        identity,
         model=model,
-        setting=setting.value,
+        setting=setting,
     )
     return dg.MaterializeResult(metadata=metadata)
 

@@ -163,7 +163,7 @@ def probe_runs(
     corpus = first_per_type(load_corpus(store), config.items_per_type)
     context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
     started = time.perf_counter()
-    cache = store.home / "cache" / "responses.sqlite"
+    cache = store.response_cache_path
     agent = chat_agent_for_model(spec, cache)
     judge = judge_for_model(models.spec(config.judge_model), cache) if config.judge_model else None
     run = run_probe(corpus, agent, model=model, judge=judge)
