@@ -1,4 +1,5 @@
-"""The property list (``data/properties.yaml``): which properties and qualifiers are extracted."""
+"""The property list (``data/properties.yaml``): which properties and qualifiers are extracted,
+which are single-holder (``functional``) and which bound an entity's lifespan."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class PropertyCatalog:
     labels: dict[str, str]
     chain_pids: tuple[str, ...]
     complements: dict[str, str]
+    functional_pids: frozenset[str]
+    lifespan_properties: dict[str, str]
     time_qualifiers: dict[str, str]
     entity_qualifiers: dict[str, str]
     ordinal_qualifiers: dict[str, str]
@@ -38,6 +41,10 @@ def load_catalog(path: Path = PROPERTIES_FILE) -> PropertyCatalog:
         complements={
             pid: spec["complement"] for pid, spec in properties.items() if "complement" in spec
         },
+        functional_pids=frozenset(
+            pid for pid, spec in properties.items() if spec.get("functional")
+        ),
+        lifespan_properties=dict(raw["lifespan_properties"]),
         time_qualifiers=dict(raw["time_qualifiers"]),
         entity_qualifiers=dict(raw["entity_qualifiers"]),
         ordinal_qualifiers=dict(raw["ordinal_qualifiers"]),
