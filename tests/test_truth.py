@@ -20,8 +20,13 @@ def interval(claim: Claim):
 @pytest.mark.parametrize(
     ("claim", "expected"),
     [
+        # a day-precision end is the first day the statement no longer holds
         (Claim("Q1", "P39", "Q2", start=("2019-07-24", 11), end=("2022-09-06", 11)),
-         (date(2019, 7, 24), date(2022, 9, 6))),
+         (date(2019, 7, 24), date(2022, 9, 5))),
+        # ... except a one-day term, whose end equals its start
+        (Claim("Q1", "P39", "Q2", start=("2022-09-06", 11), end=("2022-09-06", 11)),
+         (date(2022, 9, 6), date(2022, 9, 6))),
+        (Claim("Q1", "P39", "Q2", end=("2011-01-01", 11)), (None, date(2010, 12, 31))),
         # a year-precision end runs to 31 December; a year-precision start from 1 January
         (Claim("Q1", "P39", "Q2", start=("2019-01-01", 9), end=("2022-01-01", 9)),
          (date(2019, 1, 1), date(2022, 12, 31))),
@@ -78,13 +83,50 @@ def test_year_scope_holds_every_value_of_the_year():
     assert ("2025", UK, PM) not in truth
 
 
-def test_day_scope_bounds_are_inclusive():
+def test_on_a_handover_day_the_successor_alone_holds():
     anchors = [day("2022-09-05"), day("2022-09-06"), day("2022-09-07"), day("2022-10-25")]
     _, _, truth = compute(uk_prime_ministers(), anchors)
     assert truth[("2022-09-05", UK, PM)]["value_qids"] == [JOHNSON]
-    assert truth[("2022-09-06", UK, PM)]["value_qids"] == [JOHNSON, TRUSS]
+    assert truth[("2022-09-06", UK, PM)]["value_qids"] == [TRUSS]
     assert truth[("2022-09-07", UK, PM)]["value_qids"] == [TRUSS]
-    assert truth[("2022-10-25", UK, PM)]["canonical_value_qid"] == SUNAK
+    assert truth[("2022-10-25", UK, PM)]["value_qids"] == [SUNAK]
+
+
+def test_a_term_ending_on_1_january_is_not_in_that_year():
+    brazil, lula, dilma = "Q155", "Q37181", "Q47848"
+    claims = [
+        Claim(brazil, PM, lula, start=("2003-01-01", 11), end=("2011-01-01", 11)),
+        Claim(brazil, PM, dilma, start=("2011-01-01", 11), end=("2016-08-31", 11)),
+    ]
+    _, _, truth = compute(claims, [year(2010), year(2011), day("2011-01-01")])
+    assert truth[("2011", brazil, PM)]["value_qids"] == [dilma]
+    assert truth[("2011-01-01", brazil, PM)]["value_qids"] == [dilma]
+    assert truth[("2010", brazil, PM)]["value_qids"] == [lula]
+
+
+def test_one_day_overlap_of_a_one_day_term():
+    acting = "Q99"
+    claims = [
+        *uk_prime_ministers(),
+        Claim(UK, PM, acting, start=("2022-09-06", 11), end=("2022-09-06", 11)),
+    ]
+    _, _, truth = compute(claims, [day("2022-09-06"), day("2022-09-07")])
+    assert truth[("2022-09-06", UK, PM)]["value_qids"] == [acting, TRUSS]
+    assert truth[("2022-09-07", UK, PM)]["value_qids"] == [TRUSS]
+
+
+def test_end_precision_is_counted():
+    counts, _, _ = compute(
+        [
+            Claim("Q1", "P39", "Q2", start=("2019-07-24", 11), end=("2022-09-06", 11)),
+            Claim("Q1", "P39", "Q3", end=("2001-03-01", 10)),
+            Claim("Q1", "P39", "Q4", end=("2001-01-01", 9)),
+            Claim("Q1", "P39", "Q5", end=("1990-01-01", 8)),
+            Claim("Q1", "P39", "Q6"),
+        ],
+        [],
+    )
+    assert counts.by_end_precision == {"day": 1, "month": 1, "year": 1, "coarser": 1, "none": 1}
 
 
 def test_year_precision_end_holds_all_year():

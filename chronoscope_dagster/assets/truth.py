@@ -48,6 +48,7 @@ def fact_intervals(
             "by_time_source": dg.MetadataValue.md(
                 markdown_table(["time source", "statements"], sorted(counts.by_source.items()))
             ),
+            "by_end_precision": dg.MetadataValue.json(counts.by_end_precision),
         }
     )
 

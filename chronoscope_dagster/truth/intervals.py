@@ -1,13 +1,21 @@
 """Validity intervals of statements, in days, from their time qualifiers.
 
-Rules (every bound is inclusive; a missing bound is open):
+Rules (``valid_from`` and ``valid_until`` are both days of validity; a missing
+bound is open):
 
 * A start (P580) begins on the first day of its precision's span: a year-precision
   start on 1 January, a month-precision start on the 1st. Decade and coarser
   precisions span the calendar decade, century... containing the year (the
   1990s = 1990-1999).
-* An end (P582) ends on the last day of its span: a year-precision end on
-  31 December, a month-precision end on the month's last day.
+* A day-precision end (P582) is exclusive: Wikidata's end time is the moment a
+  statement stops being true, so the end day is the first day it no longer
+  holds and ``valid_until`` is the day before. On a handover day the successor
+  alone holds, and a term ending on 1 January of Y is not "in Y". One
+  exception: an end equal to a day-precision start is a one-day term (an
+  acting head for a single day) and holds on that day.
+* A coarser end covers its whole span: a year-precision end runs to
+  31 December, a month-precision end to the month's last day (the statement
+  ended at some unrecorded point of that span; the truth stage counts it in).
 * A statement with neither start nor end but a point in time (P585) is valid
   for the whole span of that point (a year-precision point covers the year). A
   point is ignored when a start or an end is present.
@@ -56,18 +64,39 @@ def _span_end(column: str) -> str:
     END"""
 
 
+def _exclusive_end() -> str:
+    """The last valid day of a statement's end (see the module's rules)."""
+    return f"""CASE
+        WHEN end_date IS NULL THEN NULL
+        WHEN end_precision >= 11 AND start_precision >= 11 AND end_date = start_date THEN end_date
+        WHEN end_precision >= 11 THEN CAST(end_date - INTERVAL 1 DAY AS DATE)
+        ELSE {_span_end("end")}
+    END"""
+
+
+END_PRECISIONS = ("day", "month", "year", "coarser", "none")
+
+
+def _end_precision_name() -> str:
+    return """CASE WHEN end_date IS NULL THEN 'none' WHEN end_precision >= 11 THEN 'day'
+        WHEN end_precision = 10 THEN 'month' WHEN end_precision = 9 THEN 'year'
+        ELSE 'coarser' END"""
+
+
 def intervals_sql(claims: str) -> str:
     """Every statement of ``claims`` (a relation) with its interval and fate.
 
     Columns: subject_qid, pid, value_qid, rank, statement_id, valid_from,
-    valid_until, certain_until, is_timeless, end_unknown, time_source, drop_reason.
+    valid_until, certain_until, is_timeless, end_unknown, time_source, end_precision,
+    drop_reason (``end_precision`` names the end's precision: day, month, year, coarser or none).
     """
     return f"""
     WITH spans AS (
         SELECT subject_qid, pid, value_qid, rank, statement_id, end_unknown,
                {_span_start("start")} AS start_from,
                {_span_end("start")} AS start_until,
-               {_span_end("end")} AS end_until,
+               {_exclusive_end()} AS end_until,
+               {_end_precision_name()} AS end_precision_name,
                {_span_start("point_in_time")} AS point_from,
                {_span_end("point_in_time")} AS point_until,
                start_date IS NOT NULL OR end_date IS NOT NULL AS has_bounds,
@@ -86,6 +115,7 @@ def intervals_sql(claims: str) -> str:
            valid_from, valid_until,
            CASE WHEN end_unknown AND valid_until IS NULL THEN start_until END AS certain_until,
            is_timeless, end_unknown AND valid_until IS NULL AS end_unknown, time_source,
+           end_precision_name AS end_precision,
            CASE WHEN subject_qid = value_qid THEN 'self_loop'
                 WHEN rank = 'deprecated' THEN 'deprecated'
                 WHEN valid_until < valid_from THEN 'end_before_start' END AS drop_reason
@@ -99,6 +129,7 @@ class IntervalCounts:
     kept: int
     dropped: dict[str, int]
     by_source: dict[str, int]
+    by_end_precision: dict[str, int]
 
 
 def build_intervals(
@@ -108,7 +139,7 @@ def build_intervals(
     connection.execute(f"CREATE OR REPLACE TEMP TABLE _intervals_all AS {intervals_sql(claims)}")
     connection.execute(
         f"""CREATE OR REPLACE TEMP TABLE {target} AS
-        SELECT * EXCLUDE (drop_reason) FROM _intervals_all WHERE drop_reason IS NULL
+        SELECT * EXCLUDE (drop_reason, end_precision) FROM _intervals_all WHERE drop_reason IS NULL
         ORDER BY subject_qid, pid, value_qid, statement_id, valid_from NULLS FIRST"""
     )
     total = connection.execute("SELECT count(*) FROM _intervals_all").fetchone()[0]
@@ -123,6 +154,11 @@ def build_intervals(
             f"SELECT time_source, count(*) FROM {target} GROUP BY 1 ORDER BY 1"
         ).fetchall()
     )
+    by_end_precision = dict(
+        connection.execute(
+            "SELECT end_precision, count(*) FROM _intervals_all GROUP BY 1"
+        ).fetchall()
+    )
     connection.execute("DROP TABLE _intervals_all")
     kept = total - sum(dropped.values())
     return IntervalCounts(
@@ -130,4 +166,5 @@ def build_intervals(
         kept=kept,
         dropped={reason: dropped.get(reason, 0) for reason in INTERVAL_DROPS},
         by_source=by_source,
+        by_end_precision={name: by_end_precision.get(name, 0) for name in END_PRECISIONS},
     )
