@@ -10,7 +10,7 @@ import calendar
 import gzip
 import re
 from collections import defaultdict
-from datetime import date
+from datetime import date, timedelta
 
 import orjson
 import pytest
@@ -63,6 +63,18 @@ def _span(snak: dict) -> tuple[date, date]:
     return date(first, 1, 1), date(first + unit - 1, 12, 31)
 
 
+def _last_valid_day(end: tuple[date, date], starts: list[tuple[date, date]]) -> date:
+    """A day-precision end is the first day the statement no longer holds, but for a
+    one-day term (the end equals a day-precision start)."""
+    first, last = end
+    if first != last:
+        return last
+    start = min(starts) if starts else None
+    if start is not None and start[0] == start[1] == first:
+        return first
+    return first - timedelta(days=1)
+
+
 def expected_truth(entity: dict) -> tuple[dict, set]:
     """(anchor key, pid) -> set of values, and the pids this reading cannot judge."""
     subject = entity["id"]
@@ -93,7 +105,7 @@ def expected_truth(entity: dict) -> tuple[dict, set]:
             unknown_end = any(s.get("snaktype") == "somevalue" for s in qualifiers.get("P582", []))
             start = min((s[0] for s in spans["P580"]), default=None)
             start_span_end = min(spans["P580"])[1] if spans["P580"] else None
-            end = max((s[1] for s in spans["P582"]), default=None)
+            end = _last_valid_day(max(spans["P582"]), spans["P580"]) if spans["P582"] else None
             if spans["P580"] or spans["P582"]:
                 frm, until = start, end
             elif spans["P585"]:
