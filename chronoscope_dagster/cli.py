@@ -208,6 +208,13 @@ def _home_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _warehouse(home: str | None) -> Warehouse:
+    try:
+        return Warehouse(home)
+    except ValueError as error:
+        raise UsageError(str(error)) from error
+
+
 def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
     mapping = {}
     for pair in pairs:
@@ -231,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     for year, source in dumps.items():
         if "://" not in source and not Path(source).expanduser().exists():
             raise UsageError(f"--dump {year}: no such file or directory: {source}")
-    warehouse = Warehouse(args.home)
+    warehouse = _warehouse(args.home)
     warehouse.home.mkdir(parents=True, exist_ok=True)
     os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
     _ensure_dagster_home(warehouse)
@@ -368,7 +375,7 @@ def _models_add(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    warehouse = Warehouse(args.home)
+    warehouse = _warehouse(args.home)
     if not warehouse.partitions("metrics"):
         raise UsageError(f"no metrics in {warehouse.home}; run `chronoscope run` first")
     os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
@@ -435,11 +442,11 @@ def _sql(args: argparse.Namespace) -> int:
     kind = statements[0].type.name
     if kind not in READ_ONLY_STATEMENTS:
         raise UsageError(f"only read-only statements are allowed, not {kind}")
-    warehouse = Warehouse(args.home)
+    warehouse = _warehouse(args.home)
     if not warehouse.home.exists():
         raise UsageError(f"no warehouse at {warehouse.home}; run `chronoscope run` first")
     started = time.perf_counter()
-    with warehouse.connect(views=True) as connection:
+    with warehouse.reader() as connection:
         try:
             cursor = connection.execute(args.query)
         except duckdb.Error as error:

@@ -12,7 +12,8 @@ Every file is written to a temporary name and renamed, so a rerun replaces a
 partition and never duplicates it, and a reader never sees half a file. The
 views read the Parquet files, so the files are the truth and the DuckDB file can
 be rebuilt at any time; ``query`` runs SQL on an in-memory DuckDB with the same
-views, so reading never takes the DuckDB file's lock.
+views, so reading never takes the DuckDB file's lock; ``reader`` is the same views
+on a DuckDB that can open no file at all (``chronoscope sql``).
 """
 
 from __future__ import annotations
@@ -26,16 +27,26 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 DEFAULT_HOME = ".chronoscope"
 DATA_FILE = "data.parquet"
 REPORT_FILE = "report.json"
 DUCKDB_FILE = "warehouse.duckdb"
+GLOB_CHARACTERS = frozenset("*?[]{}")
+READ_ONLY_CONFIG = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+}
+"""DuckDB settings under which a query reads only what it was handed: no file, URL or extension."""
 
 VIEW_ASSETS = (
     "claims",
     "labels",
+    "lifespans",
     "fact_intervals",
     "truth",
     "present_day",
@@ -68,6 +79,11 @@ def default_home() -> Path:
 class Warehouse:
     def __init__(self, home: Path | str | None = None):
         self.home = Path(home).expanduser().resolve() if home else default_home()
+        if GLOB_CHARACTERS & set(str(self.home)):
+            raise ValueError(
+                f"home {str(self.home)!r} contains a glob character (one of * ? [ ] {{ }}), "
+                "which would make the views read other directories; choose another path"
+            )
 
     @property
     def duckdb_path(self) -> Path:
@@ -97,7 +113,13 @@ class Warehouse:
         """A temporary path to write; renamed over the partition's file when the block succeeds."""
         directory = self.partition_dir(asset, **keys)
         directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{filename}.", suffix=".tmp")
+        for leftover in directory.glob(f".{glob_escape(filename)}.*.tmp"):
+            if _writer_is_gone(leftover):
+                leftover.unlink(missing_ok=True)
+        handle, temporary = tempfile.mkstemp(
+            dir=directory, prefix=f".{filename}.{os.getpid()}.", suffix=".tmp"
+        )
+        os.fchmod(handle, 0o666 & ~_umask())
         os.close(handle)
         try:
             yield Path(temporary)
@@ -173,6 +195,52 @@ class Warehouse:
             self.create_views(connection)
         return connection
 
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        """The warehouse views on a DuckDB that cannot open any file, URL or extension itself.
+
+        pyarrow reads the Parquet files and hands them to DuckDB, so the query is read-only by
+        construction: ``COPY ... TO``, ``read_csv``, ``glob``, ``ATTACH`` and ``INSTALL`` all
+        fail, and ``lock_configuration`` keeps a query from turning access back on.
+        """
+        config: dict[str, object] = {
+            **READ_ONLY_CONFIG,
+            "temp_directory": str(self.home / ".duckdb_spill"),
+        }
+        threads = int(os.environ.get("CHRONOSCOPE_DUCKDB_THREADS", "0"))
+        if threads > 0:
+            config["threads"] = threads
+        connection = duckdb.connect(":memory:", config=config)
+        created = {}
+        for asset in VIEW_ASSETS:
+            dataset = self.dataset(asset)
+            if dataset is not None:
+                connection.register(asset, dataset)
+                created[asset] = dataset
+        for alias, asset in VIEW_ALIASES.items():
+            if asset in created:
+                connection.register(alias, created[asset])
+        connection.execute("SET lock_configuration = true")
+        return connection
+
+    def dataset(self, asset: str) -> ds.Dataset | None:
+        """An asset's partitions as one Arrow dataset (partition keys as columns), or None."""
+        partitions = self.partitions(asset)
+        if not partitions:
+            return None
+        fields = [
+            pa.field(key, pa.int64() if key == "snapshot_year" else pa.string())
+            for key in partitions[0]
+        ]
+        files = [str(self.data_path(asset, **keys)) for keys in partitions]
+        if not fields:
+            return ds.dataset(files, format="parquet")
+        return ds.dataset(
+            files,
+            format="parquet",
+            partitioning=ds.partitioning(pa.schema(fields), flavor="hive"),
+            partition_base_dir=str(self.home / asset),
+        )
+
     def query(self, sql: str) -> pa.Table:
         with self.connect(views=True) as connection:
             return connection.sql(sql).to_arrow_table()
@@ -199,6 +267,31 @@ def write_query(
 def parquet_source(path: Path) -> str:
     """SQL for reading one Parquet file, its columns only (no hive columns from its path)."""
     return f"read_parquet({sql_string(str(path))}, hive_partitioning = false)"
+
+
+def glob_escape(text: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _writer_is_gone(temporary: Path) -> bool:
+    """Whether a temporary file's writer (the pid in its name) is no longer running."""
+    parts = temporary.name.split(".")
+    pid = parts[-3] if len(parts) >= 5 and parts[-3].isdigit() else None
+    if pid is None:
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def sql_string(text: str) -> str:

@@ -58,3 +58,67 @@ def test_design_view_names_are_aliases_of_the_asset_views(tmp_path, capsys):
     assert capsys.readouterr().out == "n\n2\n"
     assert main(["sql", "--home", str(tmp_path), "SELECT * FROM paraphrases"]) == 2
     assert "paraphrases" in capsys.readouterr().err, "no alias while its asset has no data"
+
+
+def _sql_fails(home, query, capsys) -> str:
+    assert main(["sql", "--home", str(home), query]) == 2
+    return capsys.readouterr().err
+
+
+def test_sql_explain_analyze_copy_cannot_write_outside_the_home(sample_home, tmp_path, capsys):
+    home, _ = sample_home
+    outside = tmp_path / "outside.csv"
+    err = _sql_fails(home, f"EXPLAIN ANALYZE COPY (SELECT 42 AS a) TO '{outside}'", capsys)
+    assert "disabled" in err
+    assert not outside.exists()
+
+
+def test_sql_explain_analyze_copy_cannot_replace_a_warehouse_partition(sample_home, capsys):
+    home, _ = sample_home
+    partition = home / "claims" / "snapshot_year=2025" / "data.parquet"
+    before = partition.read_bytes()
+    query = f"EXPLAIN ANALYZE COPY (SELECT 42 AS a) TO '{partition}' (FORMAT parquet)"
+    assert "disabled" in _sql_fails(home, query, capsys)
+    assert partition.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM read_parquet('{home}/claims/*/data.parquet')",
+        "SELECT * FROM 'http://127.0.0.1:9/x.csv'",
+    ],
+    ids=["read_csv_etc_passwd", "read_text", "glob", "read_parquet_by_path", "url"],
+)
+def test_sql_cannot_read_files_by_path(sample_home, capsys, query):
+    home, _ = sample_home
+    assert "disabled" in _sql_fails(home, query.format(home=home), capsys)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "EXPLAIN ANALYZE INSTALL httpfs",
+        "EXPLAIN ANALYZE LOAD httpfs",
+        "PRAGMA enable_external_access=true",
+        "EXPLAIN ANALYZE SET enable_external_access = true",
+    ],
+    ids=["install_extension", "load_extension", "pragma_reenable_access", "set_reenable_access"],
+)
+def test_sql_cannot_install_extensions_or_reenable_access(sample_home, capsys, query):
+    home, _ = sample_home
+    err = _sql_fails(home, query, capsys)
+    assert "disabled" in err or "locked" in err or "only read-only" in err
+
+
+def test_sql_home_with_glob_characters_is_refused(sample_home, tmp_path, capsys):
+    """``h*`` would otherwise match, and read, a sibling home ``h1``."""
+    import shutil
+
+    shutil.copytree(sample_home[0] / "claims", tmp_path / "h1" / "claims")
+    (tmp_path / "h*").mkdir()
+    err = _sql_fails(tmp_path / "h*", "SELECT count(*) FROM claims", capsys)
+    assert "glob character" in err
