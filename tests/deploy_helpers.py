@@ -1,0 +1,113 @@
+"""The deployment tests' GraphQL client and waits: the same queries against the webserver of
+processes on the host (test_deploy) and of the compose stack (test_compose)."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+REPOSITORY = {"repositoryName": "__repository__", "repositoryLocationName": "chronoscope"}
+BACKFILL_DONE = ("COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED", "CANCELED")
+RUN_DONE = ("SUCCESS", "FAILURE", "CANCELED")
+EVALUATION_ASSETS = ("predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics")
+
+RUNS_QUERY = """query Runs($filter: RunsFilter) {
+    runsOrError(filter: $filter) { ... on Runs { results {
+        runId status jobName tags { key value } } } } }"""
+LAUNCH_BACKFILL = """mutation Backfill($params: LaunchBackfillParams!) {
+    launchPartitionBackfill(backfillParams: $params) {
+        __typename ... on LaunchBackfillSuccess { backfillId }
+        ... on PythonError { message } } }"""
+BACKFILL_QUERY = """query Backfill($id: String!) { partitionBackfillOrError(backfillId: $id) {
+    ... on PartitionBackfill { status } } }"""
+MATERIALIZATIONS = """query Events($path: [String!]!, $keys: [String!]) {
+    assetOrError(assetKey: {path: $path}) { ... on Asset {
+        assetMaterializations(partitions: $keys) { partition runId timestamp
+            metadataEntries { label
+                ... on IntMetadataEntry { intValue }
+                ... on JsonMetadataEntry { jsonString } } } } } }"""
+
+
+def graphql(url: str, query: str, **variables: Any) -> dict[str, Any]:
+    """The ``data`` of a query to the webserver at ``url``; GraphQL errors fail the test."""
+    request = urllib.request.Request(
+        f"{url}/graphql",
+        data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = json.loads(response.read())
+    assert "errors" not in body, body["errors"]
+    return body["data"]
+
+
+def wait_for(
+    condition: Callable[[], T | None],
+    timeout_s: float,
+    what: str,
+    logs: Callable[[], str] | None = None,
+    poll_s: float = 1.0,
+) -> T:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if result := condition():
+            return result
+        time.sleep(poll_s)
+    raise AssertionError(
+        f"timed out after {timeout_s:.0f} s waiting for {what}\n{logs() if logs else ''}"
+    )
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def model_runs(url: str, model: str) -> list[dict[str, Any]]:
+    """Every run of a ``model`` partition (evaluation and probe runs)."""
+    runs = graphql(url, RUNS_QUERY)["runsOrError"]["results"]
+    return [
+        r for r in runs
+        if {"key": "dagster/partition/model", "value": model} in r["tags"]
+        or {"key": "dagster/partition", "value": model} in r["tags"]
+    ]  # fmt: skip
+
+
+def launch_backfill(url: str, assets: tuple[str, ...], keys: list[str], title: str) -> str:
+    launched = graphql(
+        url,
+        LAUNCH_BACKFILL,
+        params={
+            "assetSelection": [{"path": [name]} for name in assets],
+            "partitionNames": keys,
+            "title": title,
+        },
+    )["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    return launched["backfillId"]
+
+
+def backfill_done(url: str, backfill_id: str) -> str | None:
+    status = graphql(url, BACKFILL_QUERY, id=backfill_id)["partitionBackfillOrError"]["status"]
+    return status if status in BACKFILL_DONE else None
+
+
+def materializations(url: str, asset: str, keys: list[str] | None = None) -> list[dict[str, Any]]:
+    """The materializations of ``asset`` (of the partitions ``keys``), metadata as a dict."""
+    events = graphql(url, MATERIALIZATIONS, path=[asset], keys=keys)["assetOrError"][
+        "assetMaterializations"
+    ]
+    for event in events:
+        event["metadata"] = {
+            entry["label"]: entry.get("intValue", entry.get("jsonString"))
+            for entry in event.pop("metadataEntries")
+        }
+    return events
