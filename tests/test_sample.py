@@ -7,7 +7,17 @@ import pytest
 
 from chronoscope_dagster.data import SNAPSHOT_YEARS, sample_dump_path
 from chronoscope_dagster.wikidata.properties import default_catalog
-from chronoscope_dagster.wikidata.sample import load_sample, render_dump, snapshot_facts
+from chronoscope_dagster.wikidata.sample import (
+    FACT_HEADER,
+    Date,
+    Lifespan,
+    Sample,
+    SampleError,
+    load_sample,
+    render_dump,
+    snapshot_facts,
+    snapshot_lifespans,
+)
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +91,64 @@ def test_snapshots_hold_what_was_known(sample):
                 (later_end.subject, later_end.pid, later_end.value, later_end.start)]  # fmt: skip
     assert reopened and reopened[0].end is None
     assert later_start in snapshot_facts(sample, "2024")
+
+
+def _documents(data: bytes) -> dict[str, dict]:
+    lines = gzip.decompress(data).decode().split("\n")[1:-2]
+    return {d["id"]: d for d in (orjson.loads(line.rstrip(",")) for line in lines)}
+
+
+def test_lifespans_are_loaded_and_rendered_as_time_statements(sample):
+    stats = sample.stats()["lifespans"]
+    assert stats["subjects_with_start"] >= 20 and stats["subjects_with_end"] >= 2
+    assert {"P569", "P571", "P576"} <= set(stats["by_pid"])
+    assert set(default_catalog().lifespan_properties) >= set(stats["by_pid"])
+    documents = _documents(sample_dump_path("2022").read_bytes())
+    for life in (
+        next(f for f in sample.lifespans if f.pid == "P571" and f.date.precision == 11),
+        next(f for f in sample.lifespans if f.pid == "P571" and f.date.precision == 10),
+        next(f for f in sample.lifespans if f.pid == "P569"),
+    ):
+        statements = documents[life.qid]["claims"][life.pid]
+        assert all(
+            s["type"] == "statement" and s["id"].startswith(life.qid + "$") for s in statements
+        )
+        snaks = [s["mainsnak"] for s in statements]
+        assert all(s["datatype"] == "time" and s["datavalue"]["type"] == "time" for s in snaks)
+        values = [s["datavalue"]["value"] for s in snaks]
+        assert {"time": life.date.wikidata(), "precision": life.date.precision}.items() <= next(
+            v for v in values if v["time"] == life.date.wikidata()
+        ).items()
+        assert values[0]["calendarmodel"] == "http://www.wikidata.org/entity/Q1985727"
+    assert documents[next(iter(default_catalog().lifespan_properties))]["datatype"] == "time"
+
+
+def test_a_lifespan_date_later_than_the_snapshot_is_absent(sample):
+    # Hand-made: no real lifespan date of the sample is later than 2022.
+    qid = sample.lifespans[0].qid
+    later = Lifespan("test", qid, "P576", Date.parse("2024-05-01"), "normal")
+    made = Sample(sample.entities, [], [later])
+    assert later not in snapshot_lifespans(made, "2023")
+    assert "P576" not in _documents(render_dump(made, "2023"))[qid]["claims"]
+    claims = _documents(render_dump(made, "2024"))[qid]["claims"]
+    assert claims["P576"][0]["mainsnak"]["datavalue"]["value"]["time"] == "+2024-05-01T00:00:00Z"
+
+
+def test_lifespan_problems_are_listed(tmp_path):
+    for folder, header in (("entities", "qid\tlabel\tdescription\taliases"),
+                           ("facts", "\t".join(FACT_HEADER))):  # fmt: skip
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "a.tsv").write_text(
+            header + ("\nQ1\tuniverse\t\t\n" if folder == "entities" else "\n")
+        )
+    (tmp_path / "lifespans").mkdir()
+    (tmp_path / "lifespans" / "a.tsv").write_text(
+        "qid\tpid\tdate\trank\tnote\n"
+        "Q1\tP571\t1900\t\t\nQ2\tP571\t1900\t\t\nQ1\tP580\t1900\t\t\nQ1\tP576\t19x\t\t\n"
+    )
+    with pytest.raises(SampleError) as raised:
+        load_sample(tmp_path)
+    message = str(raised.value)
+    assert message.startswith("3 problem(s)")
+    assert "no entity row for Q2" in message and "'P580' is not a lifespan property" in message
+    assert "bad date '19x'" in message

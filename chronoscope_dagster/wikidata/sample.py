@@ -1,4 +1,5 @@
-"""The embedded sample: curated facts (TSV) rendered as official-layout Wikidata dumps.
+"""The embedded sample: curated facts and lifespans (TSV) rendered as official-layout
+Wikidata dumps.
 
 The format of the TSV files and the snapshot rule are in ``data/sample/README.md``.
 Rendering is deterministic: the same files give byte-identical dumps (statement
@@ -25,12 +26,20 @@ from chronoscope_dagster.wikidata.times import GREGORIAN
 
 ENTITY_HEADER = ["qid", "label", "description", "aliases"]
 FACT_HEADER = ["subject", "pid", "value", "start", "end", "point", "rank", "qualifiers", "note"]
+LIFESPAN_HEADER = ["qid", "pid", "date", "rank", "note"]
 QID = re.compile(r"Q[1-9][0-9]*")
 PID = re.compile(r"P[1-9][0-9]*")
 DATE = re.compile(r"(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?")
 RANKS = {"": "normal", "preferred": "preferred", "deprecated": "deprecated"}
 SPECIAL_VALUES = ("somevalue", "novalue")
 ENTITY_BASE = "http://www.wikidata.org/entity/"
+# English labels of the time-valued lifespan properties, for their property documents.
+LIFESPAN_LABELS = {
+    "P569": "date of birth",
+    "P570": "date of death",
+    "P571": "inception",
+    "P576": "dissolved, abolished or demolished date",
+}
 
 
 class SampleError(ValueError):
@@ -91,6 +100,17 @@ class Fact:
         return bool(self.start or self.end or self.end_unknown or self.point)
 
 
+@dataclass(frozen=True)
+class Lifespan:
+    """A time-valued statement of an entity itself: birth, death, inception, dissolution."""
+
+    source: str
+    qid: str
+    pid: str
+    date: Date
+    rank: str
+
+
 @dataclass
 class Entity:
     qid: str
@@ -103,6 +123,7 @@ class Entity:
 class Sample:
     entities: dict[str, Entity]
     facts: list[Fact]
+    lifespans: list[Lifespan] = field(default_factory=list)
 
     def stats(self) -> dict[str, object]:
         subjects = {fact.subject for fact in self.facts}
@@ -126,6 +147,16 @@ class Sample:
                 )
             ),
             "shared_labels": _shared_labels(self.entities, subjects),
+            "lifespans": {
+                "statements": len(self.lifespans),
+                "entities": len({life.qid for life in self.lifespans}),
+                "subjects_with_start": _with_role(self.lifespans, subjects, "start"),
+                "subjects_with_end": _with_role(self.lifespans, subjects, "end"),
+                "by_pid": dict(sorted(Counter(life.pid for life in self.lifespans).items())),
+                "precisions": dict(
+                    sorted(Counter(life.date.precision for life in self.lifespans).items())
+                ),
+            },
         }
 
 
@@ -179,9 +210,53 @@ def load_sample(directory: Path = SAMPLE_DIR) -> Sample:
     unknown_pids = sorted({f.pid for f in facts} - set(default_catalog().pids))
     if unknown_pids:
         problems.append(f"properties not in properties.yaml: {', '.join(unknown_pids)}")
+    lifespans = _load_lifespans(directory / "lifespans", entities, problems)
     if problems:
         raise SampleError(f"{len(problems)} problem(s) in the sample:\n" + "\n".join(problems))
-    return Sample(entities, facts)
+    return Sample(entities, facts, lifespans)
+
+
+def _load_lifespans(
+    directory: Path, entities: dict[str, Entity], problems: list[str]
+) -> list[Lifespan]:
+    lifespan_pids = default_catalog().lifespan_properties
+    lifespans: list[Lifespan] = []
+    seen: dict[tuple[str, str, Date], str] = {}
+    for path in sorted(directory.glob("*.tsv")):
+        for line_no, row in _rows(path, LIFESPAN_HEADER, problems):
+            where = f"{path.name}:{line_no}"
+            qid, pid, rank = row["qid"].strip(), row["pid"].strip(), row["rank"].strip()
+            if not QID.fullmatch(qid):
+                problems.append(f"{where}: bad QID {qid!r}")
+                continue
+            if qid not in entities:
+                problems.append(f"{where}: no entity row for {qid}")
+                continue
+            if pid not in lifespan_pids:
+                problems.append(
+                    f"{where}: {pid!r} is not a lifespan property ({', '.join(lifespan_pids)})"
+                )
+                continue
+            if rank not in RANKS:
+                problems.append(f"{where}: bad rank {rank!r}")
+                continue
+            try:
+                date = Date.parse(row["date"].strip())
+            except ValueError as error:
+                problems.append(f"{where}: {error}")
+                continue
+            key = (qid, pid, date)
+            if key in seen:
+                problems.append(f"{where}: {qid} {pid} {row['date'].strip()} repeats {seen[key]}")
+                continue
+            seen[key] = where
+            lifespans.append(Lifespan(path.stem, qid, pid, date, RANKS[rank]))
+    return lifespans
+
+
+def _with_role(lifespans: list[Lifespan], subjects: set[str], role: str) -> int:
+    roles = default_catalog().lifespan_properties
+    return len({life.qid for life in lifespans if roles[life.pid] == role} & subjects)
 
 
 def _rows(path: Path, header: list[str], problems: list[str]):
@@ -274,20 +349,34 @@ def snapshot_facts(sample: Sample, snapshot_year: str) -> list[Fact]:
     return known
 
 
+def snapshot_lifespans(sample: Sample, snapshot_year: str) -> list[Lifespan]:
+    """The lifespan statements known on 31 December of the snapshot year: a date is
+    known once its first day has come."""
+    cutoff = (int(snapshot_year), 12, 31)
+    return [life for life in sample.lifespans if life.date.first_day <= cutoff]
+
+
 def render_dump(sample: Sample, snapshot_year: str) -> bytes:
     """The gzipped dump of one snapshot: a JSON array, one entity per line."""
     by_subject: dict[str, list[Fact]] = defaultdict(list)
     for fact in snapshot_facts(sample, snapshot_year):
         by_subject[fact.subject].append(fact)
+    lives: dict[str, list[Lifespan]] = defaultdict(list)
+    for life in snapshot_lifespans(sample, snapshot_year):
+        lives[life.qid].append(life)
     modified = f"{snapshot_year}-12-31T00:00:00Z"
     documents = [
-        _item_document(entity, by_subject.get(qid, []), modified)
+        _item_document(entity, by_subject.get(qid, []), modified, lives.get(qid, []))
         for qid, entity in sorted(sample.entities.items(), key=lambda item: _qid_number(item[0]))
     ]
     catalog = default_catalog()
     documents += [
         _property_document(pid, catalog.labels[pid], modified)
         for pid in sorted({fact.pid for fact in sample.facts}, key=lambda p: int(p[1:]))
+    ]
+    documents += [
+        _property_document(pid, LIFESPAN_LABELS.get(pid, pid), modified, datatype="time")
+        for pid in sorted({life.pid for life in sample.lifespans}, key=lambda p: int(p[1:]))
     ]
     lines = [orjson.dumps(document) for document in documents]
     text = b"[\n" + b",\n".join(lines) + b"\n]\n"
@@ -305,10 +394,14 @@ def _terms(language_values: dict[str, str]) -> dict:
     return {lang: {"language": lang, "value": value} for lang, value in language_values.items()}
 
 
-def _item_document(entity: Entity, facts: list[Fact], modified: str) -> dict:
+def _item_document(
+    entity: Entity, facts: list[Fact], modified: str, lifespans: list[Lifespan] | None = None
+) -> dict:
     claims: dict[str, list] = {}
     for fact in facts:
         claims.setdefault(fact.pid, []).append(_statement(fact))
+    for life in lifespans or ():
+        claims.setdefault(life.pid, []).append(_time_statement(life))
     return {
         "type": "item",
         "id": entity.qid,
@@ -324,10 +417,12 @@ def _item_document(entity: Entity, facts: list[Fact], modified: str) -> dict:
     }
 
 
-def _property_document(pid: str, label: str, modified: str) -> dict:
+def _property_document(
+    pid: str, label: str, modified: str, datatype: str = "wikibase-item"
+) -> dict:
     return {
         "type": "property",
-        "datatype": "wikibase-item",
+        "datatype": datatype,
         "id": pid,
         "labels": _terms({"en": label}),
         "descriptions": {},
@@ -365,6 +460,20 @@ def _statement(fact: Fact) -> dict:
     statement["id"] = f"{fact.subject}${str(statement_uuid).upper()}"
     statement["rank"] = fact.rank
     return statement
+
+
+def _time_statement(life: Lifespan) -> dict:
+    """A time-valued statement (no qualifiers); its id is a hash of its content."""
+    statement_key = "|".join(
+        ["time", life.qid, life.pid, life.date.wikidata(), str(life.date.precision)]
+    )
+    statement_uuid = uuid.UUID(bytes=hashlib.sha1(statement_key.encode()).digest()[:16], version=4)
+    return {
+        "mainsnak": _snak(life.pid, _time_value(life.date), "time"),
+        "type": "statement",
+        "id": f"{life.qid}${str(statement_uuid).upper()}",
+        "rank": life.rank,
+    }
 
 
 def _item(qid: str) -> dict:
