@@ -243,6 +243,7 @@ def _run(args: argparse.Namespace) -> int:
     os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
     _ensure_dagster_home(warehouse)
 
+    from chronoscope_dagster.home_lock import HomeLocked
     from chronoscope_dagster.orchestration import RunFailed, run_selection
 
     try:
@@ -256,7 +257,7 @@ def _run(args: argparse.Namespace) -> int:
             models=models,
             echo=print,
         )
-    except RunFailed as failure:
+    except (RunFailed, HomeLocked) as failure:
         print(f"chronoscope: {failure}", file=sys.stderr)
         return 1
     except ValueError as error:
@@ -380,6 +381,7 @@ def _report(args: argparse.Namespace) -> int:
         raise UsageError(f"no metrics in {warehouse.home}; run `chronoscope run` first")
     os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
     _ensure_dagster_home(warehouse)
+    from chronoscope_dagster.home_lock import HomeLocked
     from chronoscope_dagster.orchestration import RunFailed, run_selection
 
     try:
@@ -389,7 +391,7 @@ def _report(args: argparse.Namespace) -> int:
             upstream=False,
             echo=lambda line: print(line, file=sys.stderr),
         )
-    except RunFailed as failure:
+    except (RunFailed, HomeLocked) as failure:
         print(f"chronoscope: {failure}", file=sys.stderr)
         return 1
     markdown = (warehouse.home / "report" / "report.md").read_text(encoding="utf-8")

@@ -4,10 +4,19 @@ The selected assets (plus every upstream asset with no output in the home yet)
 are run in topological order, grouped by partitions definition: one run per
 partition key of each group, each with the checks of its assets. The first
 failed run (a step error or a failed blocking check) stops everything.
+
+Each materialized partition gets a run record (``.run.json`` beside its data):
+whether its blocking checks passed, and a version, a hash of the dump source
+(for ``wikidata_dump``) or of its parents' versions. An upstream partition
+counts as materialized only when its record says it passed and its version is
+the one the current sources give; otherwise it is planned again and the plan
+says why. The whole plan holds the home's write lock.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 
@@ -15,6 +24,7 @@ import dagster as dg
 
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.home_lock import home_lock
 from chronoscope_dagster.partitions import (
     model_partitions,
     model_setting_partitions,
@@ -26,6 +36,8 @@ from chronoscope_dagster.warehouse import Warehouse
 INFO_LOGGING = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 ASSET_OF_OP = {"chains_and_turns": "turns"}
 """Ops whose name is not their (first) asset's."""
+RECORD_FILE = ".run.json"
+SOURCE_ASSET = dg.AssetKey("wikidata_dump")
 
 
 class RunFailed(RuntimeError):
@@ -44,15 +56,34 @@ def run_selection(
     instance: dg.DagsterInstance | None = None,
     upstream: bool = True,
     echo: Callable[[str], None] = print,
+    command: str | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
     """Run ``selection`` and, with ``upstream``, every asset upstream of it that the home does
-    not hold yet; returns the results of the runs, in order."""
+    not hold as the current sources give it; returns the results of the runs, in order.
+    Raises ``HomeLocked`` when another process is writing the home."""
+    with home_lock(Warehouse(home).home, command, echo):
+        return _run_selection(
+            home=home, selection=selection, dumps=dumps, checksums=checksums, workers=workers,
+            op_config=op_config, models=models, instance=instance, upstream=upstream, echo=echo,
+        )  # fmt: skip
+
+
+def _run_selection(
+    *,
+    home: str,
+    selection: str,
+    dumps: dict[str, str] | None,
+    checksums: dict[str, str] | None,
+    workers: int,
+    op_config: Mapping[str, Mapping[str, object]] | None,
+    models: str | None,
+    instance: dg.DagsterInstance | None,
+    upstream: bool,
+    echo: Callable[[str], None],
+) -> list[dg.ExecuteInProcessResult]:
     registry = ModelRegistry(path=models or "")
-    defs = build_definitions(
-        home,
-        DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers),
-        models=registry,
-    )
+    sources = DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers)
+    defs = build_definitions(home, sources, models=registry)
     instance = instance or dg.DagsterInstance.get()
     model_names = [spec.name for spec in registry.specs()]
     known = set(instance.get_dynamic_partitions(model_partitions.name))
@@ -67,26 +98,40 @@ def run_selection(
     if not selected:
         raise ValueError(f"asset selection {selection!r} matches no asset")
     warehouse = Warehouse(home)
-    wanted = set(selected)
-    for key in selected if upstream else ():
-        wanted |= {
-            ancestor
-            for ancestor in graph.get_ancestor_asset_keys(key)
-            if not _materialized(warehouse, graph, ancestor, model_names)
-        }
-    for assets_def in defs.assets or ():
-        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.keys & wanted:
-            wanted |= assets_def.keys  # a multi-asset runs whole
-    job = defs.resolve_implicit_global_asset_job_def()
-    plan = [
-        (keys, partition_key)
-        for keys, partitions_def in _groups(
-            graph, (k for k in graph.toposorted_asset_keys if k in wanted)
-        )
+    versions = _versions(graph, sources, model_names)
+    ancestors = {a for key in selected if upstream for a in graph.get_ancestor_asset_keys(key)}
+    stale: dict[tuple[dg.AssetKey, str | None], str] = {}
+    for key in ancestors - set(selected):
+        for partition_key in _keys_of(graph, key, model_names):
+            reason = _stale_reason(warehouse, graph, key, partition_key, versions)
+            if reason is not None:
+                stale[key, partition_key] = reason
+    multi_assets = [
+        assets_def.keys
+        for assets_def in defs.assets or ()
+        if isinstance(assets_def, dg.AssetsDefinition) and len(assets_def.keys) > 1
+    ]
+    wanted = set(selected) | {key for key, _ in stale}
+    plan = []
+    for keys, partitions_def in _groups(
+        graph, (k for k in graph.toposorted_asset_keys if k in wanted)
+    ):
         for partition_key in (
             _partition_keys(partitions_def, model_names) if partitions_def else [None]
-        )
-    ]
+        ):
+            run_keys = {k for k in keys if k in selected or (k, partition_key) in stale}
+            for siblings in multi_assets:
+                if siblings & run_keys:
+                    run_keys |= siblings  # a multi-asset runs whole
+            if run_keys:
+                plan.append(
+                    ([k for k in graph.toposorted_asset_keys if k in run_keys], partition_key)
+                )
+    for (key, partition_key), reason in stale.items():
+        if reason != NOT_MATERIALIZED:
+            label = key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
+            echo(f"planned again: {label}: {reason}")
+    job = defs.resolve_implicit_global_asset_job_def()
     results = []
     for number, (keys, partition_key) in enumerate(plan, start=1):
         names = ", ".join(key.to_user_string() for key in keys)
@@ -109,6 +154,7 @@ def run_selection(
             raise_on_error=False,
         )
         results.append(result)
+        _record(warehouse, graph, result, keys, partition_key, versions)
         failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
         checks = len(result.get_asset_check_evaluations())
         echo(
@@ -129,15 +175,91 @@ def run_selection(
     return results
 
 
-def _materialized(warehouse: Warehouse, graph, key: dg.AssetKey, models: list[str]) -> bool:
-    node = graph.get(key)
-    name = key.to_user_string()
-    if node.partitions_def is None:
-        return warehouse.has(name)
-    return all(
-        warehouse.has(name, **_partition_fields(node.partitions_def, partition))
-        for partition in _partition_keys(node.partitions_def, models)
-    )
+NOT_MATERIALIZED = "not materialized"
+
+
+def _keys_of(graph, key: dg.AssetKey, models: list[str]) -> list[str | None]:
+    partitions_def = graph.get(key).partitions_def
+    return _partition_keys(partitions_def, models) if partitions_def else [None]
+
+
+def _versions(
+    graph, sources: DumpSources, models: list[str]
+) -> dict[tuple[dg.AssetKey, str | None], tuple[str, dict | None]]:
+    """Every asset partition's version under the current sources (with, for a dump, its source
+    fingerprint): a hash of the source, or of the versions of the parent partitions it reads
+    (the same partition of a parent partitioned alike, every partition of any other)."""
+    versions: dict[tuple[dg.AssetKey, str | None], tuple[str, dict | None]] = {}
+    for key in graph.toposorted_asset_keys:
+        node = graph.get(key)
+        for partition_key in _keys_of(graph, key, models):
+            fingerprint = None
+            if key == SOURCE_ASSET:
+                fingerprint = sources.fingerprint(str(partition_key))
+                inputs: object = fingerprint
+            else:
+                inputs = [
+                    versions[parent, parent_key][0]
+                    for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string())
+                    for parent_key in (
+                        [partition_key]
+                        if graph.get(parent).partitions_def == node.partitions_def
+                        else _keys_of(graph, parent, models)
+                    )
+                ]
+            text = json.dumps([key.to_user_string(), str(partition_key), inputs], default=str)
+            versions[key, partition_key] = (hashlib.sha256(text.encode()).hexdigest(), fingerprint)
+    return versions
+
+
+def _fields(graph, key: dg.AssetKey, partition_key: str | None) -> dict[str, str]:
+    partitions_def = graph.get(key).partitions_def
+    return _partition_fields(partitions_def, partition_key) if partitions_def else {}
+
+
+def _stale_reason(warehouse: Warehouse, graph, key, partition_key, versions) -> str | None:
+    """Why a partition is not a valid input now, or None when it is."""
+    fields = _fields(graph, key, partition_key)
+    if not warehouse.has(key.to_user_string(), **fields):
+        return NOT_MATERIALIZED
+    path = warehouse.partition_dir(key.to_user_string(), **fields) / RECORD_FILE
+    if not path.exists():
+        return None  # written before run records existed
+    record = json.loads(path.read_text())
+    if record.get("failed_checks"):
+        return (
+            f"it failed blocking checks {', '.join(record['failed_checks'])} in run "
+            f"{record.get('run_id', '?')}"
+        )
+    version, fingerprint = versions[key, partition_key]
+    if record.get("version") == version:
+        return None
+    if fingerprint is not None:
+        was = (record.get("fingerprint") or {}).get("source", "?")
+        if was != fingerprint["source"]:
+            return f"its source changed from {was} to {fingerprint['source']}"
+        return f"its source {fingerprint['source']} (file or checksum list) changed"
+    return "an input it was built from changed"
+
+
+def _record(warehouse, graph, result, keys, partition_key, versions) -> None:
+    """Note, for each asset the run materialized, its version and its failed blocking checks."""
+    materialized = {event.asset_key for event in result.get_asset_materialization_events()}
+    for key in keys:
+        if key not in materialized:
+            continue
+        failed = sorted(
+            e.check_name
+            for e in result.get_asset_check_evaluations()
+            if e.asset_key == key and not e.passed and e.blocking
+        )
+        version, fingerprint = versions[key, partition_key]
+        record = {"run_id": result.run_id, "version": version, "failed_checks": failed}
+        if fingerprint is not None:
+            record["fingerprint"] = fingerprint
+        fields = _fields(graph, key, partition_key)
+        with warehouse.writing(key.to_user_string(), RECORD_FILE, **fields) as temporary:
+            temporary.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _partition_keys(partitions_def: dg.PartitionsDefinition, models: list[str]) -> list[str]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 from pydantic import Field
 
@@ -28,3 +30,22 @@ class DumpSources(dg.ConfigurableResource):
 
     def is_sample(self, snapshot_year: str) -> bool:
         return snapshot_year not in self.dumps
+
+    def fingerprint(self, snapshot_year: str) -> dict[str, object]:
+        """What a year's snapshot is read from: the source and checksum list as given, and for a
+        local path the size and modification time of each file, so a changed file is read again."""
+        source = self.source(snapshot_year)
+        checksums = self.checksums.get(snapshot_year)
+        found: dict[str, object] = {"source": source, "checksums": checksums}
+        if "://" not in source:
+            path = Path(source).expanduser().resolve()
+            found["source"] = str(path)
+            files = sorted(path.iterdir()) if path.is_dir() else [path]
+            found["files"] = [
+                [f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.is_file()
+            ]
+        if checksums and "://" not in checksums:
+            listing = Path(checksums).expanduser()
+            if listing.is_file():
+                found["checksums_mtime_ns"] = listing.stat().st_mtime_ns
+        return found
