@@ -26,8 +26,11 @@ class ServerState:
     files: dict[str, bytes]
     cuts: list[int] = field(default_factory=list)
     honour_range: bool = True
+    refuse_ranges: bool = False
+    validators: bool = True
     failures: list[int] = field(default_factory=list)
     requests: list[tuple[str, str | None]] = field(default_factory=list)
+    conditional: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def seen(self, path: str) -> list[str | None]:
@@ -56,6 +59,22 @@ class Handler(BaseHTTPRequestHandler):
         if data is None:
             self.send_error(404)
             return
+        etag = f'"{hashlib.md5(data).hexdigest()}"'
+        if self.headers.get("If-None-Match"):
+            with state.lock:
+                state.conditional.append(self.headers["If-None-Match"])
+            if state.validators and self.headers["If-None-Match"] == etag:
+                self.send_response(304)
+                self.end_headers()
+                return
+        if_range = self.headers.get("If-Range")
+        if if_range and if_range != etag:
+            range_header = None
+        if range_header and state.refuse_ranges:
+            self.send_response(416)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         start = 0
         if range_header and state.honour_range:
             start = int(range_header.removeprefix("bytes=").split("-")[0])
@@ -70,6 +89,8 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         body = data[start:]
+        if state.validators:
+            self.send_header("ETag", etag)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
@@ -109,7 +130,13 @@ def server() -> Iterator[tuple[str, ServerState]]:
 
 
 def _leftovers(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir()) if directory.exists() else []
+    """The files a download left, in any URL's folder (its validators aside)."""
+    found = directory.rglob("*") if directory.exists() else ()
+    return sorted(p.name for p in found if p.is_file() and p.name != "source.json")
+
+
+def _cached(directory: Path, url: str) -> Path:
+    return directory / hashlib.sha256(url.encode()).hexdigest()[:16]
 
 
 def test_plain_download(server, tmp_path):
@@ -118,7 +145,7 @@ def test_plain_download(server, tmp_path):
     fetched = fetch_dump(
         f"{base}/{NAME}", tmp_path / "dl", max_attempts=2, progress=lambda *a: calls.append(a)
     )
-    assert fetched.path == tmp_path / "dl" / NAME
+    assert fetched.path == _cached(tmp_path / "dl", f"{base}/{NAME}") / NAME
     assert fetched.path.read_bytes() == PAYLOAD
     assert fetched.bytes == len(PAYLOAD)
     assert fetched.checksum == hashlib.sha1(PAYLOAD).hexdigest()
@@ -157,7 +184,7 @@ def test_interrupted_download_leaves_part_and_next_fetch_resumes(server, tmp_pat
     with pytest.raises(DownloadError, match="gave up after 1 attempts"):
         fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
     assert _leftovers(tmp_path) == [f"{NAME}.part"]
-    assert (tmp_path / f"{NAME}.part").read_bytes() == PAYLOAD[:500_000]
+    assert (_cached(tmp_path, f"{base}/{NAME}") / f"{NAME}.part").read_bytes() == PAYLOAD[:500_000]
     fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
     assert fetched.path.read_bytes() == PAYLOAD
     assert fetched.resumed_attempts == 1
@@ -235,7 +262,8 @@ def test_http_404_fails_without_retrying(server, tmp_path):
 
 def test_existing_verified_destination_is_reused(server, tmp_path):
     base, state = server
-    (tmp_path / NAME).write_bytes(PAYLOAD)
+    _cached(tmp_path, f"{base}/{NAME}").mkdir()
+    (_cached(tmp_path, f"{base}/{NAME}") / NAME).write_bytes(PAYLOAD)
     listing = tmp_path / "sha1sums.txt"
     listing.write_bytes(state.files["sha1sums.txt"])
     fetched = fetch_dump(f"{base}/{NAME}", tmp_path, checksums=str(listing))
@@ -245,23 +273,72 @@ def test_existing_verified_destination_is_reused(server, tmp_path):
     assert state.requests == []
 
 
-def test_existing_destination_without_checksums_is_reused(server, tmp_path):
+def test_existing_destination_without_checksums_is_revalidated(server, tmp_path):
     base, state = server
-    (tmp_path / NAME).write_bytes(b"whatever is there")
-    fetched = fetch_dump(f"{base}/{NAME}", tmp_path)
-    assert not fetched.downloaded
-    assert fetched.checksum == hashlib.sha1(b"whatever is there").hexdigest()
-    assert state.requests == []
+    first = fetch_dump(f"{base}/{NAME}", tmp_path)
+    again = fetch_dump(f"{base}/{NAME}", tmp_path)
+    assert first.downloaded and not again.downloaded
+    assert again.path == first.path and again.checksum == first.checksum
+    assert state.conditional == [f'"{hashlib.md5(PAYLOAD).hexdigest()}"']
+    assert len(state.seen(f"/{NAME}")) == 2
+
+
+def test_cached_file_changed_on_the_server_is_downloaded_again(server, tmp_path):
+    base, state = server
+    fetch_dump(f"{base}/{NAME}", tmp_path)
+    state.files[NAME] = PAYLOAD[::-1]
+    again = fetch_dump(f"{base}/{NAME}", tmp_path)
+    assert again.downloaded
+    assert again.path.read_bytes() == PAYLOAD[::-1]
+
+
+def test_different_url_with_the_same_file_name_is_downloaded(server, tmp_path):
+    base, state = server
+    state.files[f"mirror/{NAME}"] = PAYLOAD[: len(PAYLOAD) // 2]
+    first = fetch_dump(f"{base}/{NAME}", tmp_path)
+    other = fetch_dump(f"{base}/mirror/{NAME}", tmp_path)
+    assert other.downloaded and other.path != first.path
+    assert other.path.read_bytes() == PAYLOAD[: len(PAYLOAD) // 2]
+    assert first.path.read_bytes() == PAYLOAD
+    assert state.seen(f"/mirror/{NAME}") == [None]
+
+
+def test_416_on_resume_without_proof_of_completeness_restarts(server, tmp_path):
+    base, state = server
+    state.cuts = [1_000_000]
+    with pytest.raises(DownloadError):
+        fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
+    state.refuse_ranges = True
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=3, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert state.seen(f"/{NAME}") == [None, "bytes=1000000-", None]
+
+
+def test_416_naming_the_size_on_disk_completes_the_download(server, tmp_path):
+    base, state = server
+    directory = _cached(tmp_path, f"{base}/{NAME}")
+    directory.mkdir()
+    (directory / f"{NAME}.part").write_bytes(PAYLOAD)
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=2, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert state.seen(f"/{NAME}") == [f"bytes={len(PAYLOAD)}-"]
+
+
+def test_missing_local_checksum_list_is_a_clear_error(server, tmp_path):
+    base, _ = server
+    with pytest.raises(DownloadError, match="cannot read checksum list"):
+        fetch_dump(f"{base}/{NAME}", tmp_path, checksums=str(tmp_path / "md5sums.txt"))
 
 
 def test_existing_destination_with_wrong_checksum_is_replaced(server, tmp_path):
     base, state = server
-    (tmp_path / NAME).write_bytes(PAYLOAD[:1000])
+    _cached(tmp_path, f"{base}/{NAME}").mkdir()
+    (_cached(tmp_path, f"{base}/{NAME}") / NAME).write_bytes(PAYLOAD[:1000])
     listing = tmp_path / "md5sums.txt"
     listing.write_bytes(state.files["md5sums.txt"])
     fetched = fetch_dump(f"{base}/{NAME}", tmp_path, checksums=str(listing))
     assert fetched.downloaded and fetched.verified
-    assert (tmp_path / NAME).read_bytes() == PAYLOAD
+    assert fetched.path.read_bytes() == PAYLOAD
     assert state.seen(f"/{NAME}") == [None]
 
 

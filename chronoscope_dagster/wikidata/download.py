@@ -1,21 +1,27 @@
 """Getting a dump onto local disk: a local path as it is, or an HTTP(S) download.
 
-A download streams into ``<name>.part`` beside its destination. An interrupted
-transfer (connection cut, timeout) resumes from the bytes already on disk
-with a ``Range`` request, up to ``max_attempts`` times; a server that ignores
-the range and answers 200 restarts the file. When a checksum list is given
-(the ``md5sums``/``sha1sums`` files the official mirrors publish: lines of
+Downloads are kept per URL: ``<download dir>/<hash of the URL>/<name>``, with
+the server's ``ETag``/``Last-Modified`` in ``source.json`` beside it. A download
+streams into ``<name>.part``. An interrupted transfer (connection cut, timeout)
+resumes from the bytes already on disk with a ``Range`` request (``If-Range``
+the validator, so a changed file restarts), up to ``max_attempts`` times; a
+server that ignores the range and answers 200 restarts the file, and a 416 is
+taken as "already complete" only when its ``Content-Range`` total is the size
+on disk (else the file restarts). When a checksum list is given (the
+``md5sums``/``sha1sums`` files the official mirrors publish: lines of
 ``<hex digest>  <file name>``), the file's digest must match the line naming
 it, or the partial file is removed and the download fails. Only a complete,
 verified file is renamed to its final name, atomically, so a destination that
-exists is always whole; it is reused when its checksum matches (or, with no
-checksum list, as it is).
+exists is always whole. It is reused when its checksum matches, or, with no
+checksum list, when the server answers 304 to a request conditional on the
+validators it was downloaded with.
 """
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import json
 import os
 import time
 import urllib.error
@@ -74,18 +80,22 @@ def fetch_dump(
             path, str(path), _size(path), digest, algorithm, bool(expected), False, 0,
             time.perf_counter() - started,
         )  # fmt: skip
+    download_dir = download_dir / hashlib.sha256(source.encode()).hexdigest()[:16]
     download_dir.mkdir(parents=True, exist_ok=True)
     destination = download_dir / name
+    validators = download_dir / SOURCE_FILE
     if destination.exists():
         digest = _file_digest(destination, algorithm)
-        if expected is None or digest == expected:
+        if digest == expected or (
+            expected is None and _unchanged(source, _read_validators(validators, source), timeout)
+        ):
             return FetchedDump(
                 destination, source, destination.stat().st_size, digest, algorithm,
                 bool(expected), False, 0, time.perf_counter() - started,
             )  # fmt: skip
         destination.unlink()
     partial = destination.with_name(destination.name + ".part")
-    resumed = _download(source, partial, max_attempts, timeout, progress)
+    resumed = _download(source, partial, validators, max_attempts, timeout, progress)
     digest = _file_digest(partial, algorithm)
     try:
         _verify(digest, expected, partial)
@@ -102,6 +112,7 @@ def fetch_dump(
 def _download(
     url: str,
     partial: Path,
+    validators: Path,
     max_attempts: int,
     timeout: float,
     progress: Callable[[int, int | None], None] | None,
@@ -114,6 +125,8 @@ def _download(
         request = urllib.request.Request(url, headers={"User-Agent": "chronoscope-dagster"})
         if have:
             request.add_header("Range", f"bytes={have}-")
+            if known := _read_validators(validators, url):
+                request.add_header("If-Range", known.get("etag") or known["last_modified"])
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 total = _total_size(response, have)
@@ -122,6 +135,7 @@ def _download(
                     mode = "ab"
                 else:
                     have, mode = 0, "wb"
+                    _write_validators(validators, url, response)
                 with partial.open(mode) as out:
                     while chunk := response.read(CHUNK):
                         out.write(chunk)
@@ -130,10 +144,17 @@ def _download(
                             progress(have, total)
                 if total is not None and have < total:
                     raise ConnectionError(f"connection closed at byte {have} of {total}")
+                if total is not None and have > total:
+                    partial.unlink()
+                    raise ConnectionError(f"got {have} bytes, {total} announced; restarting")
                 return resumed
         except urllib.error.HTTPError as error:
             if error.code == 416 and have:
-                return resumed
+                if _unsatisfied_total(error) == have:
+                    return resumed
+                partial.unlink()  # no proof the bytes on disk are the whole file
+                last_error = error
+                continue
             if error.code < 500 and error.code != 429:
                 raise DownloadError(f"{url}: HTTP {error.code} {error.reason}") from error
             last_error = error
@@ -154,6 +175,54 @@ def _total_size(response, offset: int) -> int | None:
     return int(length) + (offset if response.status == 206 else 0)
 
 
+SOURCE_FILE = "source.json"
+
+
+def _unsatisfied_total(error: urllib.error.HTTPError) -> int | None:
+    """The size a 416 gives in ``Content-Range: bytes */<size>``."""
+    content_range = (error.headers.get("Content-Range") or "") if error.headers else ""
+    total = content_range.rsplit("/", 1)[-1] if content_range.startswith("bytes */") else ""
+    return int(total) if total.isdigit() else None
+
+
+def _write_validators(path: Path, url: str, response) -> None:
+    known = {
+        "url": url,
+        "etag": response.headers.get("ETag"),
+        "last_modified": response.headers.get("Last-Modified"),
+    }
+    path.write_text(json.dumps(known, indent=2) + "\n")
+
+
+def _read_validators(path: Path, url: str) -> dict[str, str]:
+    """The validators a download of ``url`` was made with, or {} when there are none."""
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if known.get("url") != url or not (known.get("etag") or known.get("last_modified")):
+        return {}
+    return known
+
+
+def _unchanged(url: str, known: dict[str, str], timeout: float) -> bool:
+    """Whether the server says (304) the resource is still what was downloaded."""
+    if not known:
+        return False
+    request = urllib.request.Request(url, headers={"User-Agent": "chronoscope-dagster"})
+    if known.get("etag"):
+        request.add_header("If-None-Match", known["etag"])
+    if known.get("last_modified"):
+        request.add_header("If-Modified-Since", known["last_modified"])
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):
+            return False
+    except urllib.error.HTTPError as error:
+        return error.code == 304
+    except (http.client.HTTPException, urllib.error.URLError, OSError):
+        return False
+
+
 def _expected_digest(checksums: str, name: str, timeout: float) -> str:
     if is_url(checksums):
         try:
@@ -162,7 +231,10 @@ def _expected_digest(checksums: str, name: str, timeout: float) -> str:
         except (urllib.error.URLError, OSError) as error:
             raise DownloadError(f"cannot read checksum list {checksums}: {error}") from error
     else:
-        text = Path(checksums).expanduser().read_text(encoding="utf-8", errors="replace")
+        try:
+            text = Path(checksums).expanduser().read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise DownloadError(f"cannot read checksum list {checksums}: {error}") from error
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[1].lstrip("*") == name:
