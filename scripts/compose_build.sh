@@ -6,6 +6,7 @@
 # rebuild after a change of the code takes seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install_docker.sh >&2
 files=(-f docker-compose.yml)
 if [[ ${CHRONOSCOPE_LOCAL_BASE:-auto} == auto ]]; then
     if timeout 60 docker pull -q python:3.11-slim >/dev/null 2>&1 \
@@ -23,12 +24,17 @@ if [[ $CHRONOSCOPE_LOCAL_BASE == 1 ]]; then
     files+=(-f docker-compose.local-base.yml)
     wheels=${TORCH_WHEELS:-/opt/wheels}
     if compgen -G "$wheels/torch-*cpu*.whl" >/dev/null; then
-        port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        # a fixed port: the URL is part of the dependency layer's cache key
+        port=${TORCH_WHEELS_PORT:-38471}
         python3 -m http.server --bind 127.0.0.1 --directory "$wheels" "$port" >/dev/null 2>&1 &
         server=$!
+        for _ in $(seq 50); do
+            curl -fs "http://127.0.0.1:$port/" >/dev/null 2>&1 && break
+            sleep 0.1
+        done
         export CHRONOSCOPE_TORCH_FIND_LINKS="http://127.0.0.1:$port/"
     fi
 fi
 DAGSTER_POSTGRES_PASSWORD=${DAGSTER_POSTGRES_PASSWORD:-build-only} \
-    docker-compose "${files[@]}" build "$@" >&2
+    docker compose "${files[@]}" build "$@" >&2
 echo "${files[*]}"
