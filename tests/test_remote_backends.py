@@ -337,6 +337,25 @@ def test_retry_after_forms() -> None:
     assert retry_after_s(None) is None
 
 
+def test_null_content_is_an_empty_content_error_and_is_not_cached(
+    server: FakeServer, tmp_path
+) -> None:
+    from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
+
+    null = openai_answer({"model": "test-model"}, "q")
+    null["choices"][0]["message"]["content"] = None
+    server.script("q", Fault(body=null))
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    chat = CachedChat(compatible(server), cache)
+    (first,) = chat.complete(ask("q"), GREEDY)
+    assert first.error is not None and first.error.startswith("empty_content:")
+    assert first.candidates == ()
+    (second,) = chat.complete(ask("q"), GREEDY)
+    assert second.error is None and second.text == "answer to q #0"
+    assert len(server.hits_for("q")) == 2
+    chat.backend.close()
+
+
 def test_exhausted_retries_become_an_error_completion(server: FakeServer) -> None:
     server.script("bad", *[Fault(503, message="overloaded")] * 5)
     backend = compatible(server, max_retries=2)

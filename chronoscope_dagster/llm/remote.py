@@ -362,9 +362,16 @@ class _OpenAIStyleBackend(_RemoteBackend):
         choices = sorted(response.choices or [], key=lambda choice: choice.index)
         if not choices:
             raise _Failure("no_choices", "the response has no choices", retryable=False)
+        if nulls := [choice.index for choice in choices if choice.message.content is None]:
+            raise _Failure(
+                "empty_content",
+                f"choice {nulls[0]} has no content (finish_reason "
+                f"{choices[0].finish_reason or '-'})",
+                retryable=False,
+            )
         usage = response.usage
         return Completion(
-            candidates=tuple((choice.message.content or "").strip() for choice in choices),
+            candidates=tuple(choice.message.content.strip() for choice in choices),
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
         )
