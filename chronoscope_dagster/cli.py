@@ -356,7 +356,11 @@ def _models_add(args: argparse.Namespace) -> int:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--option {item!r}: expected KEY=VALUE")
-        options[key] = yaml.safe_load(value)
+        try:
+            options[key] = yaml.safe_load(value)
+        except yaml.YAMLError as error:
+            problem = str(error).splitlines()[0]
+            raise UsageError(f"--option {key}: not a plain YAML value ({problem})") from None
     if options:
         entry["options"] = options
     created = not Path(path).expanduser().exists()

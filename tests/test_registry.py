@@ -125,3 +125,61 @@ def test_models_add_needs_a_registry_file(monkeypatch, capsys):
     monkeypatch.delenv("CHRONOSCOPE_MODELS", raising=False)
     assert main(["models", "add", "echo", "--backend", "oracle"]) == 2
     assert "the shipped registry is read-only" in capsys.readouterr().err
+
+
+def test_model_name_with_a_trailing_newline_is_refused(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    registry = tmp_path / "models.yaml"
+    assert main(["models", "add", "--models", str(registry), "nl\n", "--backend", "oracle"]) == 2
+    assert "field `name`" in capsys.readouterr().err
+    assert not registry.exists()
+
+
+def test_model_names_differing_only_in_case_are_refused(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    with pytest.raises(RegistryError, match="differs from 'oracle' only in case"):
+        parse_entries(
+            [{"name": "oracle", "backend": "oracle"}, {"name": "Oracle", "backend": "oracle"}]
+        )
+    registry = tmp_path / "models.yaml"
+    registry.write_text("models:\n  - {name: oracle, backend: oracle}\n")
+    assert main(["models", "add", "--models", str(registry), "Oracle", "--backend", "oracle"]) == 2
+    assert "only in case" in capsys.readouterr().err
+
+
+def test_a_100k_character_model_name_gives_a_short_message(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    registry = tmp_path / "models.yaml"
+    assert (
+        main(["models", "add", "--models", str(registry), "x" * 100_000, "--backend", "oracle"])
+        == 2
+    )
+    assert len(capsys.readouterr().err) < 1000
+    with pytest.raises(RegistryError) as raised:
+        parse_entries([{"name": "y" * 100_000, "backend": "oracle"}], source="models.yaml")
+    assert len(str(raised.value)) < 1000
+
+
+def test_option_with_a_yaml_tag_is_a_clear_error(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    registry = tmp_path / "models.yaml"
+    argv = ["models", "add", "--models", str(registry), "m", "--backend", "oracle"]
+    assert main([*argv, "--option", "x=!!python/object/apply:os.system [id]"]) == 2
+    assert "--option x: not a plain YAML value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command", [["run"], ["models", "list"], ["models", "add", "m", "--backend", "oracle"]]
+)
+def test_models_option_naming_a_directory_is_a_clear_error(tmp_path, capsys, command):
+    from chronoscope_dagster.cli import main
+
+    argv = [*command, "--models", str(tmp_path)]
+    if command == ["run"]:
+        argv += ["--home", str(tmp_path / "home")]
+    assert main(argv) == 2
+    assert "is a directory" in capsys.readouterr().err

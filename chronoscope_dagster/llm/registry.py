@@ -31,11 +31,23 @@ BACKENDS = {
     "oracle": "chronoscope_dagster.llm.reference:OracleSystem",
     "present_day": "chronoscope_dagster.llm.reference:PresentDaySystem",
 }
-MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""A partition key; matched whole (``fullmatch``: ``$`` would let a final newline in)."""
+MESSAGE_LIMIT = 2000
 
 
 class RegistryError(ValueError):
     """The registry file or one of its entries is invalid; the message says where."""
+
+    def __init__(self, message: str) -> None:
+        if len(message) > MESSAGE_LIMIT:
+            message = message[: MESSAGE_LIMIT - 3] + "..."
+        super().__init__(message)
+
+
+def _shown(name: object) -> str:
+    text = repr(name)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 class _Entry(pydantic.BaseModel):
@@ -84,6 +96,10 @@ def load_registry(path: str | Path | None = None) -> list[ModelSpec]:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as error:
         raise RegistryError(f"model registry {path} does not exist") from error
+    except IsADirectoryError as error:
+        raise RegistryError(f"model registry {path} is a directory, not a YAML file") from error
+    except (OSError, UnicodeDecodeError) as error:
+        raise RegistryError(f"model registry {path} cannot be read: {error}") from error
     except yaml.YAMLError as error:
         raise RegistryError(f"model registry {path} is not valid YAML: {error}") from error
     if not isinstance(document, dict) or not isinstance(document.get("models"), list):
@@ -93,15 +109,16 @@ def load_registry(path: str | Path | None = None) -> list[ModelSpec]:
 
 def parse_entries(entries: Iterable[Any], source: str = "registry") -> list[ModelSpec]:
     specs: list[ModelSpec] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for position, raw in enumerate(entries, start=1):
         where = f"{source}: model #{position}"
         if isinstance(raw, dict) and isinstance(raw.get("name"), str):
-            where += f" ({raw['name']})"
+            where += f" ({_shown(raw['name'])})"
         spec = parse_entry(raw, where)
-        if spec.name in seen:
-            raise RegistryError(f"{where}: field `name`: {spec.name!r} is used twice")
-        seen.add(spec.name)
+        if (other := seen.get(spec.name.casefold())) is not None:
+            used = "is used twice" if other == spec.name else f"differs from {other!r} only in case"
+            raise RegistryError(f"{where}: field `name`: {spec.name!r} {used}")
+        seen[spec.name.casefold()] = spec.name
         specs.append(spec)
     return specs
 
@@ -113,9 +130,9 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
         entry = _Entry.model_validate(raw)
     except pydantic.ValidationError as error:
         raise RegistryError(f"{where}: {_describe(error)}") from None
-    if not MODEL_NAME.match(entry.name):
+    if not MODEL_NAME.fullmatch(entry.name):
         raise RegistryError(
-            f"{where}: field `name`: {entry.name!r} must be 1-64 letters, digits, '.', '_' or "
+            f"{where}: field `name`: {_shown(entry.name)} must be 1-64 letters, digits, '.', '_' or "
             "'-' (it becomes a partition key)"
         )
     if entry.backend not in BACKENDS:
@@ -160,11 +177,17 @@ def add_entry(path: str | Path, raw: dict[str, Any]) -> ModelSpec:
     registry if missing), keeping the file's comments; refuses an invalid entry or a name the
     registry already has. The file is replaced atomically."""
     path = Path(path)
+    if path.is_dir():
+        raise RegistryError(f"model registry {path} is a directory, not a YAML file")
     text = path.read_text(encoding="utf-8") if path.exists() else DEFAULT_REGISTRY.read_text()
     specs = load_registry(path) if path.exists() else load_registry(DEFAULT_REGISTRY)
-    spec = parse_entry(raw, f"new entry ({raw.get('name')})")
-    if spec.name in {s.name for s in specs}:
-        raise RegistryError(f"{path}: a model named {spec.name!r} is already registered")
+    spec = parse_entry(raw, f"new entry ({_shown(raw.get('name'))})")
+    for other in specs:
+        if other.name.casefold() == spec.name.casefold():
+            same = (
+                "" if other.name == spec.name else f" as {other.name!r} (names differ only in case)"
+            )
+            raise RegistryError(f"{path}: a model named {spec.name!r} is already registered{same}")
     flow = yaml.safe_dump(raw, default_flow_style=True, sort_keys=False, width=10**6).strip()
     appended = text.rstrip("\n") + f"\n  - {flow}\n"
     document = yaml.safe_load(appended)
