@@ -1,0 +1,47 @@
+"""The warehouse's files: temporary leftovers, permissions, and the home's path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.warehouse import Warehouse
+
+
+def test_tmp_files_left_by_a_killed_run_are_cleaned_when_the_partition_is_written(tmp_path):
+    store = Warehouse(tmp_path)
+    directory = store.partition_dir("claims", snapshot_year="2025")
+    directory.mkdir(parents=True)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        killed = directory / f".data.parquet.{dead.pid}.k1ll3d_x.tmp"
+        older = directory / ".data.parquet.abc_defg.tmp"
+        running = directory / f".data.parquet.{alive.pid}.wr1t1ng_.tmp"
+        for path in (killed, older, running):
+            path.write_bytes(b"half a file")
+        store.write_table("claims", pa.table({"a": [1]}), snapshot_year="2025")
+        assert sorted(p.name for p in directory.iterdir()) == sorted(["data.parquet", running.name])
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_parquet_files_respect_the_umask(tmp_path, umask, mode):
+    previous = os.umask(umask)
+    try:
+        path = Warehouse(tmp_path).write_table("present_day", pa.table({"a": [1]}))
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == mode
+
+
+def test_home_with_glob_characters_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="glob character"):
+        Warehouse(tmp_path / "h*")
