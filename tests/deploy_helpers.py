@@ -81,13 +81,18 @@ def model_runs(url: str, model: str) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-def launch_backfill(url: str, assets: tuple[str, ...], keys: list[str], title: str) -> str:
+def launch_backfill(
+    url: str, assets: tuple[str, ...] | list[str], keys: list[str] | None, title: str
+) -> str:
+    """A backfill of ``assets``: the partitions ``keys``, or (None) every partition of each,
+    unpartitioned assets included, in dependency order."""
+    partitions = {"partitionNames": keys} if keys is not None else {"allPartitions": True}
     launched = graphql(
         url,
         LAUNCH_BACKFILL,
         params={
             "assetSelection": [{"path": [name]} for name in assets],
-            "partitionNames": keys,
+            **partitions,
             "title": title,
         },
     )["launchPartitionBackfill"]

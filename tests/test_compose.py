@@ -38,8 +38,10 @@ pytestmark = pytest.mark.compose
 
 ROOT = Path(__file__).resolve().parents[1]
 ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
+BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
 SAMPLE_CONFIG = {"ops": {"paraphrased_subset": {"config": {"chains": 4, "retries": 1}}}}
+REPORTS = ["leaderboard", "report", "probe_report"]
 REFERENCES = "  - {name: oracle, backend: oracle}\n  - {name: present_day, backend: present_day}\n"
 # The embedded model with short answers: cached, and quick enough for CI on 2 cores.
 LOCAL = (
@@ -124,7 +126,11 @@ class Stack:
             if not container:
                 return False
             state = _run(
-                "docker", "inspect", "-f", "{{.State.Health.Status}}", container
+                "docker",
+                "inspect",
+                "-f",
+                "{{if .State.Health}}{{.State.Health.Status}}{{end}}",
+                container,
             ).stdout.strip()
             states.append(state)
         return all(state == "healthy" for state in states)
@@ -167,7 +173,8 @@ def stack(docker_engine, tmp_path_factory) -> Iterator[Stack]:
     built = _run(str(ROOT / "scripts/compose_build.sh"), timeout=3000, cwd=ROOT, env=env)
     if built.returncode != 0:
         pytest.fail(f"the images did not build: {built.stderr[-4000:]}")
-    print(f"images built in {time.monotonic() - started:.0f} s")
+    BUILD_LOG.write_text(built.stderr)
+    print(f"images built in {time.monotonic() - started:.0f} s (log: {BUILD_LOG})")
     files = [*built.stdout.split()[1::2], "docker-compose.host.yml", str(workdir / "registry.yml")]
     stack = Stack(files, env, f"chronoscope-test-{secrets.token_hex(4)}", registry)
     try:
@@ -206,13 +213,14 @@ def _run_status(stack: Stack, run_id: str) -> str | None:
 
 
 def _main_assets(stack: Stack) -> list[str]:
-    """The main job's assets but the leaderboard and the report (no model has metrics yet)."""
+    """The main job's assets but those that read model partitions (none is evaluated yet) and
+    the paraphrased subset (launched with the small sample config)."""
     nodes = stack.graphql("{ assetNodes { assetKey { path } jobNames } }")["assetNodes"]
     return [
         node["assetKey"]["path"][-1]
         for node in nodes
         if "chronoscope_main" in node["jobNames"]
-        and node["assetKey"]["path"][-1] not in ("leaderboard", "report")
+        and node["assetKey"]["path"][-1] not in (*REPORTS, "paraphrased_subset")
     ]
 
 
@@ -224,7 +232,7 @@ def _settled(stack: Stack, model: str, count: int) -> list[dict] | None:
 
 
 def _leaderboard_models(stack: Stack) -> list[str]:
-    run = _launch(stack, "chronoscope_main", ["leaderboard", "report"])
+    run = _launch(stack, "chronoscope_main", REPORTS)
     assert wait_for(lambda: _run_status(stack, run), 300, "the leaderboard", stack.logs) == (
         "SUCCESS"
     ), stack.logs()
@@ -250,8 +258,13 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     stack.up()
     timings["up"] = time.monotonic() - started
 
-    main = _launch(stack, "chronoscope_main", _main_assets(stack))
-    status = wait_for(lambda: _run_status(stack, main), 900, "the sample pipeline", stack.logs)
+    backfill = launch_backfill(stack.url, _main_assets(stack), None, "the embedded sample")
+    status = wait_for(
+        lambda: backfill_done(stack.url, backfill), 900, "the sample pipeline", stack.logs, 3
+    )
+    assert status == "COMPLETED_SUCCESS", stack.logs()
+    subset = _launch(stack, "chronoscope_main", ["paraphrased_subset"])
+    status = wait_for(lambda: _run_status(stack, subset), 600, "the paraphrased subset", stack.logs)
     assert status == "SUCCESS", stack.logs()
     timings["sample pipeline"] = time.monotonic() - started
 
