@@ -3,19 +3,75 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 
 import pyarrow as pa
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 
 Row = tuple[str | None, str, str, list[str]]
 
 
+INTERVALS_SCHEMA = pa.schema(
+    [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qid", pa.string()),
+     ("valid_from", pa.date32()), ("valid_until", pa.date32()),
+     ("certain_until", pa.date32()), ("is_timeless", pa.bool_()), ("end_unknown", pa.bool_())]
+)  # fmt: skip
+
+
+def intervals_table(spans: Iterable[tuple[str, str, str, str | None, str | None]]) -> pa.Table:
+    """``fact_intervals`` rows from (subject, pid, value, first day, last day) with ISO days;
+    both days None is a timeless statement."""
+    records = [
+        {"subject_qid": subject, "pid": pid, "value_qid": value,
+         "valid_from": date.fromisoformat(first) if first else None,
+         "valid_until": date.fromisoformat(last) if last else None,
+         "certain_until": None, "is_timeless": first is None and last is None,
+         "end_unknown": False}
+        for subject, pid, value, first, last in spans
+    ]  # fmt: skip
+    return pa.Table.from_pylist(records, schema=INTERVALS_SCHEMA)
+
+
+def intervals_of_rows(rows: list[Row]) -> pa.Table:
+    """``fact_intervals`` rows that say exactly what truth rows say: a value of a year anchor
+    holds that whole year, of a day anchor that day; a row without anchor is timeless."""
+    spans = []
+    for anchor, subject, pid, values in rows:
+        if anchor is None:
+            first = last = None
+        elif len(anchor) == 4:
+            first, last = f"{anchor}-01-01", f"{anchor}-12-31"
+        else:
+            first = last = anchor
+        spans += [(subject, pid, value, first, last) for value in values]
+    return intervals_table(spans)
+
+
+def lifespans_table(bounds: dict[str, tuple[str | None, str | None]]) -> pa.Table:
+    """``lifespans`` rows from ``{qid: (start, end)}`` day-precision ISO dates."""
+    records = [
+        {"qid": qid, "pid": pid, "bound": bound, "date": date.fromisoformat(day),
+         "precision": 11, "calendar": "gregorian", "rank": "normal"}
+        for qid, (start, end) in bounds.items()
+        for pid, bound, day in (("P571", "start", start), ("P576", "end", end))
+        if day is not None
+    ]  # fmt: skip
+    return pa.Table.from_pylist(records, schema=LIFESPANS_SCHEMA)
+
+
 def facts_from_rows(
-    rows: Iterable[Row], names: dict[str, str | tuple[str, str | None]]
+    rows: Iterable[Row],
+    names: dict[str, str | tuple[str, str | None]],
+    *,
+    intervals: pa.Table | None = None,
+    lifespans: dict[str, tuple[str | None, str | None]] | None = None,
 ) -> SnapshotFacts:
     """Facts from (anchor, subject, pid, values) truth rows (the first value canonical) and
-    labels given as ``{qid: label}`` or ``{qid: (label, description)}``."""
+    labels given as ``{qid: label}`` or ``{qid: (label, description)}``; the intervals say
+    what the rows say unless given."""
+    rows = list(rows)
     anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
     truth = pa.table(
         {
@@ -35,7 +91,13 @@ def facts_from_rows(
             "aliases": pa.array([[] for _ in names], pa.list_(pa.string())),
         }
     )
-    return SnapshotFacts(2025, truth, labels)
+    return SnapshotFacts(
+        2025,
+        truth,
+        labels,
+        intervals=intervals if intervals is not None else intervals_of_rows(rows),
+        lifespan_rows=lifespans_table(lifespans or {}),
+    )
 
 
 def facts_of_one_subject(years: dict[int, list[str]], names: dict[str, str]) -> SnapshotFacts:

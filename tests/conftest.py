@@ -62,15 +62,16 @@ def sample_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def sample_facts(sample_home):
     """The 2025 snapshot of the embedded sample, indexed for chain generation."""
-    import pyarrow.parquet as pq
-
     from chronoscope_dagster.chains.facts import SnapshotFacts
     from chronoscope_dagster.warehouse import Warehouse
 
     store = Warehouse(sample_home[0])
-    return SnapshotFacts(
+    return SnapshotFacts.from_files(
         2025,
-        pq.read_table(store.data_path("truth", snapshot_year="2025")),
-        pq.read_table(store.data_path("labels", snapshot_year="2025")),
-        pq.read_table(store.data_path("present_day")),
+        **{
+            name: store.data_path(name, snapshot_year="2025")
+            for name in ("truth", "labels", "lifespans")
+        },
+        intervals=store.data_path("fact_intervals", snapshot_year="2025"),
+        present_day=store.data_path("present_day"),
     )

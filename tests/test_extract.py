@@ -1,3 +1,5 @@
+from datetime import date
+
 import orjson
 import pytest
 
@@ -212,3 +214,42 @@ def test_self_loops_and_unlabelled_values_are_kept():
                                      "P31": [statement(item_snak("P31", "Q999999999"))]}}  # fmt: skip
     claims, _, _ = extract(line(entity))
     assert {(c["pid"], c["value_qid"]) for c in claims} == {("P361", "Q7"), ("P31", "Q999999999")}
+
+
+def test_lifespans_keep_the_best_rank_and_count_every_other_statement():
+    entity = {
+        "id": "Q95",
+        "type": "item",
+        "claims": {
+            "P571": [
+                statement(time_snak("P571", "+1998-09-04T00:00:00Z"), rank="preferred"),
+                statement(time_snak("P571", "+1998-00-00T00:00:00Z", 9)),
+                statement(time_snak("P571", "+1997-00-00T00:00:00Z", 9), rank="deprecated"),
+            ],
+            "P576": [
+                statement({"snaktype": "somevalue", "property": "P576"}),
+                statement(time_snak("P576", "+2019-02-30T00:00:00Z")),
+                statement(item_snak("P576", "Q5")),
+            ],
+            "P570": [statement(time_snak("P570", "+2001-05-00T00:00:00Z", 10))],
+        },
+    }
+    result = Extractor().extract_lines([line(entity)])
+    assert result.lifespans.to_pylist() == [
+        {"qid": "Q95", "pid": "P571", "bound": "start",
+         "date": date(1998, 9, 4), "precision": 11,
+         "calendar": "gregorian", "rank": "preferred"},
+        {"qid": "Q95", "pid": "P570", "bound": "end",
+         "date": date(2001, 5, 1), "precision": 10,
+         "calendar": "gregorian", "rank": "normal"},
+    ]  # fmt: skip
+    drops = {k: v for k, v in result.counts.items() if k.startswith("lifespan_dropped:")}
+    assert drops == {
+        "lifespan_dropped:not_best_rank": 1,
+        "lifespan_dropped:deprecated": 1,
+        "lifespan_dropped:somevalue": 1,
+        "lifespan_dropped:invalid_time": 1,
+        "lifespan_dropped:non_time_value": 1,
+    }
+    assert result.counts["lifespan_seen"] == 7 and result.counts["lifespan_kept"] == 2
+    assert result.counts["statements_seen"] == 0

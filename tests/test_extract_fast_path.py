@@ -48,6 +48,7 @@ def _assert_same_as_full_parse(lines: list[bytes]) -> Extractor:
     assert got.counts == expected.counts
     assert got.claims.equals(expected.claims)
     assert got.labels.equals(expected.labels)
+    assert got.lifespans.equals(expected.lifespans)
     return lazy
 
 

@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from chronoscope_dagster.chains.evidence import DROP_REASONS
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
@@ -31,11 +32,14 @@ class ChainConfig(dg.Config):
 
 
 def _facts(store: Warehouse, year: str) -> SnapshotFacts:
-    return SnapshotFacts(
+    return SnapshotFacts.from_files(
         int(year),
-        pq.read_table(store.data_path("truth", snapshot_year=year)),
-        pq.read_table(store.data_path("labels", snapshot_year=year)),
-        pq.read_table(store.data_path("present_day")),
+        **{
+            name: store.data_path(name, snapshot_year=year)
+            for name in ("truth", "labels", "lifespans")
+        },
+        intervals=store.data_path("fact_intervals", snapshot_year=year),
+        present_day=store.data_path("present_day"),
     )
 
 
@@ -45,7 +49,7 @@ def family_asset(family: str) -> dg.AssetsDefinition:
     @dg.asset(
         name=f"family_{family}",
         partitions_def=snapshot_year_partitions,
-        deps=["truth", "labels", "present_day"],
+        deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
         group_name="chains",
         kinds={"python", "parquet"},
         owners=["team:chronoscope"],
@@ -62,7 +66,11 @@ def family_asset(family: str) -> dg.AssetsDefinition:
         store.write_table(f"family_{family}", table, snapshot_year=year)
         store.write_report(
             f"family_{family}",
-            {"seed": config.seed, "language": config.language},
+            {
+                "seed": config.seed,
+                "language": config.language,
+                "scopes_refused": dict(sorted(facts.drops.items())),
+            },
             snapshot_year=year,
         )
         lengths = [chain.length for chain in chains]
@@ -72,6 +80,9 @@ def family_asset(family: str) -> dg.AssetsDefinition:
                 "chains": len(chains),
                 "max_length": max(lengths, default=0),
                 "unnameable_subjects": len(facts.unnameable_subjects),
+                "scopes_refused": dg.MetadataValue.json(
+                    {reason: facts.drops[reason] for reason in DROP_REASONS}
+                ),
                 "seed": config.seed,
                 "preview": dg.MetadataValue.md(
                     markdown_table(
@@ -168,6 +179,7 @@ def chains_and_turns(
             "SELECT family, count(*) FROM merged WHERE turn_index = 0 GROUP BY 1 ORDER BY 1"
         ).fetchall()
     warehouse.refresh_views(duckdb)
+    refused = _scopes_refused(store) if not config.import_jsonl else []
     source = config.import_jsonl or "generated families"
     yield dg.MaterializeResult(
         asset_key="turns",
@@ -182,8 +194,23 @@ def chains_and_turns(
         metadata={
             "dagster/row_count": chains,
             "by_family": dg.MetadataValue.md(markdown_table(["family", "chains"], by_family)),
+            "scopes_refused": dg.MetadataValue.md(
+                markdown_table(["family", *DROP_REASONS], refused)
+            ),
         },
     )
+
+
+def _scopes_refused(store: Warehouse) -> list[tuple]:
+    """Per family, the (subject, property, scope) the facts did not decide, by reason, summed
+    over snapshot years."""
+    rows = []
+    for family in FAMILIES:
+        totals: Counter[str] = Counter()
+        for partition in store.partitions(f"family_{family}"):
+            totals.update(store.read_report(f"family_{family}", **partition)["scopes_refused"])
+        rows.append((family, *(totals[reason] for reason in DROP_REASONS)))
+    return rows
 
 
 @dg.asset(

@@ -106,6 +106,19 @@ def wikidata_dump(
                 "an English label or alias, from the item's own document."
             ),
         ),
+        dg.AssetSpec(
+            "lifespans",
+            deps=["wikidata_dump"],
+            group_name="ingest",
+            kinds={"parquet", "duckdb"},
+            owners=["team:chronoscope"],
+            description=(
+                "The dates that bound each item's existence: birth (P569) and inception (P571) "
+                "as starts, death (P570) and dissolution (P576) as ends, one row per statement "
+                "of the best rank with its precision (deprecated excluded; the others counted). "
+                "A timeless fact is asked only within its subject's lifespan."
+            ),
+        ),
     ],
     partitions_def=snapshot_year_partitions,
     pool="duckdb_writer",
@@ -133,11 +146,13 @@ def claims_and_labels(
     with (
         store.writing("claims", snapshot_year=year) as claims_path,
         store.writing("labels", snapshot_year=year) as labels_path,
+        store.writing("lifespans", snapshot_year=year) as lifespans_path,
     ):
         report = extract_dump(
             Path(dump["path"]),
             claims_path,
             labels_path,
+            lifespans_out=lifespans_path,
             workers=dump_sources.workers or None,
             progress=progress,
         )
@@ -186,6 +201,15 @@ def claims_and_labels(
             "dagster/row_count": report.get("items") - report.get("items_without_english_label"),
             "items_without_english_label": report.get("items_without_english_label"),
             "path": dg.MetadataValue.path(str(store.data_path("labels", snapshot_year=year))),
+        },
+    )
+    yield dg.MaterializeResult(
+        asset_key="lifespans",
+        metadata={
+            "dagster/row_count": report.get("lifespan_kept"),
+            "statements_seen": report.get("lifespan_seen"),
+            "dropped": dg.MetadataValue.json(report.lifespan_drops),
+            "path": dg.MetadataValue.path(str(store.data_path("lifespans", snapshot_year=year))),
         },
     )
 

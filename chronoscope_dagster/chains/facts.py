@@ -8,16 +8,35 @@ placeholders ("unknown", "none") and identifiers ("Q42"). A (subject, property)
 with a value of unknown validity at some anchor (a statement that ended at an
 unrecorded date) is left out entirely, since no question about it has a
 certain gold; ``uncertain_pairs`` counts them.
+
+A gold is returned only where the facts decide it (``chains.evidence``): a
+single-holder property must cover the scope, and timeless values hold only
+within the subject's lifespan. Every refused (subject, property, scope) is
+counted once by reason in ``drops``.
 """
 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from chronoscope_dagster.chains.evidence import (
+    FOREVER,
+    MAX_GAP_DAYS,
+    NEVER,
+    Lifespan,
+    Span,
+    anchor_span,
+    day_number,
+    lifespans,
+    longest_gap,
+    merge,
+)
 from chronoscope_dagster.chains.model import Turn
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -27,6 +46,8 @@ PLACEHOLDERS = frozenset(
 )  # fmt: skip
 IDENTIFIER = re.compile(r"[QPL]\d+")
 MAX_LABEL = 100
+INTERVAL_COLUMNS = ("subject_qid", "pid", "value_qid", "valid_from", "valid_until",
+                    "certain_until", "is_timeless", "end_unknown")  # fmt: skip
 
 
 def clean_label(label: str | None) -> bool:
@@ -65,10 +86,21 @@ class SnapshotFacts:
         labels: pa.Table,
         present_day: pa.Table | None = None,
         pids: tuple[str, ...] | None = None,
+        *,
+        intervals: pa.Table | None = None,
+        lifespan_rows: pa.Table | None = None,
     ):
         """``pids``: the properties chains may ask about (default: those of the property list
-        marked for chains)."""
+        marked for chains). ``intervals`` (``fact_intervals`` rows) are the evidence of
+        coverage: without them a single-holder property decides no dated scope.
+        ``lifespan_rows``: the snapshot's ``lifespans`` rows."""
         self.snapshot_year = snapshot_year
+        self.last_day = anchor_span(None, snapshot_year)[1]
+        self.functional = default_catalog().functional_pids
+        self.lifespans = lifespans(lifespan_rows)
+        self.drops: Counter[str] = Counter()
+        self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
+        self._dropped: set[tuple[str, str, str | None, str]] = set()
         self.labels: dict[str, Label] = {
             row["qid"]: Label(row["label"], tuple(row["aliases"] or ()), row["description"])
             for row in labels.to_pylist()
@@ -92,6 +124,7 @@ class SnapshotFacts:
         for key in uncertain:
             self.golds.pop(key, None)
         self.uncertain_pairs = len(uncertain)
+        self._index_intervals(intervals, wanted)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {}
         if present_day is not None:
             for row in present_day.select(["subject_qid", "pid", "value_qids"]).to_pylist():
@@ -123,22 +156,170 @@ class SnapshotFacts:
             return f"{label.label} ({label.description})"
         return None
 
+    @classmethod
+    def from_files(
+        cls,
+        snapshot_year: int,
+        *,
+        truth: Path,
+        labels: Path,
+        intervals: Path,
+        lifespans: Path,
+        present_day: Path | None = None,
+    ) -> SnapshotFacts:
+        """The facts of one snapshot from its Parquet files."""
+        return cls(
+            snapshot_year,
+            pq.read_table(truth),
+            pq.read_table(labels),
+            pq.read_table(present_day) if present_day is not None else None,
+            intervals=pq.read_table(intervals, columns=list(INTERVAL_COLUMNS)),
+            lifespan_rows=pq.read_table(lifespans),
+        )
+
+    def _index_intervals(self, intervals: pa.Table | None, wanted: set[str]) -> None:
+        """Per (subject, property): the merged certain days of all values (single-holder
+        properties), each value's dated spans, and the values with a timeless statement."""
+        self.coverage: dict[tuple[str, str], tuple[Span, ...]] = {}
+        self.value_spans: dict[tuple[str, str], dict[str, list[Span]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self.timeless_values: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.first_seen: dict[str, int] = {}
+        if intervals is None:
+            return
+        spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
+        for row in intervals.select(list(INTERVAL_COLUMNS)).to_pylist():
+            if row["valid_from"] is not None and not row["is_timeless"]:
+                start = row["valid_from"].toordinal()
+                for qid in (row["subject_qid"], row["value_qid"]):
+                    self.first_seen[qid] = min(self.first_seen.get(qid, FOREVER), start)
+            key = (row["subject_qid"], row["pid"])
+            if row["pid"] not in wanted or key not in self.golds:
+                continue
+            if row["is_timeless"]:
+                self.timeless_values[key].add(row["value_qid"])
+                span = (NEVER, FOREVER)
+            elif row["end_unknown"] and row["certain_until"] is None:
+                continue
+            else:
+                until = row["certain_until"] if row["end_unknown"] else row["valid_until"]
+                span = (day_number(row["valid_from"], NEVER), day_number(until, FOREVER))
+                self.value_spans[key][row["value_qid"]].append(span)
+            if row["pid"] in self.functional:
+                spans[key].append(span)
+        self.coverage = {key: merge(found) for key, found in spans.items()}
+
+    def lifespan(self, subject: str) -> Lifespan:
+        """The recorded lifespan (birth or inception to death or dissolution)."""
+        return self.lifespans.get(subject, Lifespan())
+
+    def existence(self, subject: str) -> Lifespan:
+        """The recorded lifespan; without a birth or inception, the subject existed at least
+        from the first start of any dated statement it takes part in (as subject or value).
+        A bound for timeless values only: a missing predecessor must not shorten a scope."""
+        known = self.lifespan(subject)
+        if known.start == NEVER and subject in self.first_seen:
+            return Lifespan(self.first_seen[subject], known.end)
+        return known
+
+    def _drop(self, subject: str, pid: str, scope: str | None, reason: str) -> None:
+        key = (subject, pid, scope, reason)
+        if key not in self._dropped:
+            self._dropped.add(key)
+            self.drops[reason] += 1
+
+    def covered(self, subject: str, pid: str, span: Span) -> bool:
+        """Whether the values of a single-holder property cover ``span`` (clipped to the
+        subject's lifespan and the snapshot) with no gap over ``MAX_GAP_DAYS``."""
+        start, end = self.lifespan(subject).clip((span[0], min(span[1], self.last_day)))
+        if start > end:
+            return True
+        return longest_gap(self.coverage.get((subject, pid), ()), start, end) <= MAX_GAP_DAYS
+
     def gold(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
-        """The gold at an anchor; a (subject, property) with only timeless facts holds everywhere."""
+        """The decided gold at an anchor, or None; a (subject, property) with only timeless
+        facts holds at every anchor of its subject's lifespan."""
+        key = (subject, pid, anchor)
+        if key not in self._decided:
+            self._decided[key] = self._decide(subject, pid, anchor)
+        return self._decided[key]
+
+    def _decide(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
         by_anchor = self.golds.get((subject, pid))
         if not by_anchor:
             return None
-        if None in by_anchor and len(by_anchor) == 1:
-            return by_anchor[None]
-        return by_anchor.get(anchor)
+        gold = (
+            by_anchor[None] if None in by_anchor and len(by_anchor) == 1 else by_anchor.get(anchor)
+        )
+        if gold is None:
+            return None
+        span = anchor_span(anchor, self.snapshot_year)
+        outside = self.existence(subject).outside(span)
+        if outside is not None:
+            timeless = self.timeless_values.get((subject, pid), set())
+            if anchor is None or None in by_anchor:
+                timeless = set(gold.qids)
+            kept = tuple(qid for qid in gold.qids if qid not in timeless)
+            if not kept:
+                self._drop(subject, pid, anchor, outside)
+                return None
+            if kept != gold.qids:
+                gold = Gold(kept, self._canonical(subject, pid, gold.canonical, kept))
+        if pid in self.functional and not self.covered(subject, pid, span):
+            self._drop(subject, pid, anchor, "incomplete_scope")
+            return None
+        return gold
+
+    def _canonical(self, subject: str, pid: str, canonical: str, qids: tuple[str, ...]) -> str:
+        """The canonical value among ``qids``: unchanged if kept, else the latest start."""
+        if canonical in qids:
+            return canonical
+        spans = self.value_spans.get((subject, pid), {})
+        return max(
+            qids, key=lambda q: (max((s for s, _ in spans.get(q, ())), default=NEVER), -int(q[1:]))
+        )
 
     def year_golds(self, subject: str, pid: str) -> dict[int, Gold]:
-        """The gold of every whole-year anchor of a (subject, property), by year."""
-        return {
-            int(anchor): gold
-            for anchor, gold in self.golds.get((subject, pid), {}).items()
+        """The decided gold of every whole-year anchor of a (subject, property), by year."""
+        years = [
+            anchor
+            for anchor in self.golds.get((subject, pid), {})
             if anchor is not None and len(anchor) == 4
-        }
+        ]
+        return {int(anchor): gold for anchor in years if (gold := self.gold(subject, pid, anchor))}
+
+    def single_holder(self, subject: str, pid: str, question: str) -> bool:
+        """Whether ``pid`` is single-holder, as counts and changes need; if not, the pair is
+        refused once as ``open_ended_<question>``."""
+        if pid in self.functional:
+            return True
+        self._drop(subject, pid, None, f"open_ended_{question}")
+        return False
+
+    def span_covered(self, subject: str, pid: str, first: int, last: int, reason: str) -> bool:
+        """Whether a single-holder property covers the years ``first..last``; if not, the
+        span is refused as ``reason``."""
+        scope = f"{first}-{last}"
+        if self.covered(subject, pid, anchor_span(scope, self.snapshot_year)):
+            return True
+        self._drop(subject, pid, scope, reason)
+        return False
+
+    def never_held(self, subject: str, pid: str, value: str, first: int, last: int) -> bool:
+        """Positive evidence that ``value`` held at no time of the years ``first..last``: a
+        covered span of a single-holder property without it, or the value's own statements
+        all dated and none reaching into the span. Call only for a value not held there."""
+        scope = f"{first}-{last}"
+        span = anchor_span(scope, self.snapshot_year)
+        if pid in self.functional and self.covered(subject, pid, span):
+            return True
+        own = self.value_spans.get((subject, pid), {}).get(value, [])
+        timeless = value in self.timeless_values.get((subject, pid), set())
+        if own and not timeless and all(end < span[0] or start > span[1] for start, end in own):
+            return True
+        self._drop(subject, pid, f"{scope}:{value}", "no_evidence")
+        return False
 
     def is_timeless(self, subject: str, pid: str) -> bool:
         return list(self.golds.get((subject, pid), {})) == [None]

@@ -4,6 +4,11 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.chains import _facts
+from chronoscope_dagster.chains.audit import (
+    gold_mismatch_sql,
+    timeless_outside_lifespan_sql,
+    uncovered_sql,
+)
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.records import turns_table
 from chronoscope_dagster.chains.templates import load_templates
@@ -13,6 +18,7 @@ from chronoscope_dagster.checks.expectations import (
     suite_per_snapshot,
 )
 from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.wikidata.properties import default_catalog
 
 YEAR_PATTERN = r"\b(1[0-9]|20)[0-9][0-9]\b"
 
@@ -47,22 +53,58 @@ def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     asset="turns",
     blocking=True,
     description="Recomputed from truth: every entity turn's gold set is exactly the set of values "
-    "valid at the turn's time scope (its anchor, or the timeless facts).",
+    "valid at the turn's time scope (its anchor, or the timeless facts), less the values only "
+    "timeless statements support where the scope lies outside the subject's lifespan.",
 )
 def turns_gold_valid_at_scope(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.warehouse.connect(views=True) as connection:
         checked, wrong = connection.execute(
-            """SELECT count(*), count_if(t.value_qids IS NULL OR t.value_qids <> u.gold_qids)
-            FROM turns u LEFT JOIN truth t
-              ON t.snapshot_year = u.snapshot_year AND t.subject_qid = u.subject_qid
-             AND t.pid = u.pid
-             AND (t.anchor = u.scope_anchor
-                  OR (u.scope_anchor IS NULL AND t.anchor_scope = 'timeless'))
-            WHERE u.answer_kind = 'entity'"""
+            gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
         ).fetchone()
     return dg.AssetCheckResult(
         passed=checked > 0 and wrong == 0,
         metadata={"entity_turns_checked": checked, "gold_not_valid_at_scope": wrong},
+    )
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=True,
+    description="Recomputed from fact_intervals and lifespans, apart from the generator: every "
+    "entity or count turn of a single-holder property has its scope (clipped to the subject's "
+    "lifespan and the snapshot) covered with no gap over 31 days; no gold value that only "
+    "timeless statements support is asked outside its subject's lifespan; no count is asked of "
+    "an open-ended property.",
+)
+def turns_golds_decided_by_facts(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    functional = sorted(default_catalog().functional_pids)
+    pids = ", ".join(f"'{pid}'" for pid in functional)
+    with warehouse.warehouse.connect(views=True) as connection:
+        uncovered = connection.execute(
+            f"""SELECT t.chain_id, t.turn_index, t.question, u.longest_gap
+                FROM ({uncovered_sql("turns", "fact_intervals", "lifespans", functional)}) u
+                JOIN turns t USING (chain_id, turn_index) ORDER BY ALL"""
+        ).fetchall()
+        outside = connection.execute(
+            f"""SELECT t.chain_id, t.turn_index, t.question, o.value_qid
+                FROM ({timeless_outside_lifespan_sql("turns", "fact_intervals", "lifespans")}) o
+                JOIN turns t USING (chain_id, turn_index) ORDER BY ALL"""
+        ).fetchall()
+        open_counts, checked = connection.execute(
+            f"""SELECT count_if(answer_kind = 'count' AND pid NOT IN ({pids})), count(*)
+                FROM turns"""
+        ).fetchone()
+    return dg.AssetCheckResult(
+        passed=checked > 0 and not uncovered and not outside and open_counts == 0,
+        metadata={
+            "turns_checked": checked,
+            "single_holder_scopes_not_covered": len(uncovered),
+            "timeless_golds_outside_lifespan": len(outside),
+            "counts_of_open_ended_properties": open_counts,
+            "examples": dg.MetadataValue.json(
+                [list(map(str, row)) for row in (uncovered[:5] + outside[:5])]
+            ),
+        },
     )
 
 

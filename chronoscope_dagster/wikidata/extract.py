@@ -15,7 +15,16 @@ main snak), ``invalid_time`` (a time qualifier that is not a real date, see
 
 A kept statement keeps its rank, its id, the earliest start (P580), the latest
 end (P582), the earliest point in time (P585) and the entity and ordinal
-qualifiers of the property list. A ``somevalue`` end ("ended, date unknown")
+qualifiers of the property list.
+
+The time-valued statements that bound an item's existence (the property
+list's ``lifespan_properties``: birth, inception, death, dissolution) become
+``lifespans`` rows: the date with its precision and calendar, of the best rank
+of each property (preferred where any is, else normal; deprecated never). The
+others are counted under ``lifespan_dropped:<reason>`` (``deprecated``,
+``not_best_rank``, ``somevalue``, ``novalue``, ``non_time_value``,
+``invalid_time``, ``malformed``), so ``lifespan_seen = lifespan_kept +
+dropped``. A ``somevalue`` end ("ended, date unknown")
 sets ``end_unknown``; it is not the same as no end. Self-loops are kept here
 and dropped, counted, by the truth stage. Statements are kept whether or not
 their items have English labels: labels are joined downstream.
@@ -75,6 +84,27 @@ def claims_schema(catalog: PropertyCatalog) -> pa.Schema:
     return pa.schema(fields)
 
 
+LIFESPAN_DROPS = (
+    "deprecated",
+    "not_best_rank",
+    "somevalue",
+    "novalue",
+    "non_time_value",
+    "invalid_time",
+    "malformed",
+)
+LIFESPANS_SCHEMA = pa.schema(
+    [
+        pa.field("qid", pa.string(), nullable=False),
+        pa.field("pid", pa.string(), nullable=False),
+        pa.field("bound", pa.string(), nullable=False),
+        pa.field("date", pa.date32(), nullable=False),
+        pa.field("precision", pa.int8(), nullable=False),
+        pa.field("calendar", pa.string()),
+        pa.field("rank", pa.string(), nullable=False),
+    ]
+)
+
 LABELS_SCHEMA = pa.schema(
     [
         pa.field("qid", pa.string(), nullable=False),
@@ -91,6 +121,7 @@ class ChunkResult:
 
     claims: pa.Table
     labels: pa.Table
+    lifespans: pa.Table
     counts: Counter[str] = field(default_factory=Counter)
 
 
@@ -142,7 +173,8 @@ class Extractor:
         self._no_qualifiers = (None,) * (3 * len(self._time_slots)) + (False,)
         self._no_qualifiers += (None,) * len(self._list_slots)
         self._time_cache: dict[tuple, WikidataTime | InvalidTime] = {}
-        self._pid_set = frozenset(self._pids)
+        self._lifespan_bounds = dict(self.catalog.lifespan_properties)
+        self._pid_set = frozenset((*self._pids, *self._lifespan_bounds))
         self._parser = simdjson.Parser()
         self._qualifier_cache: dict[bytes, _QualifierOutcome] = {}
         self.full_parses = 0
@@ -165,6 +197,7 @@ class Extractor:
         counts: Counter[str] = Counter()
         rows: list[tuple] = []
         labels: dict[str, list] = {name: [] for name in LABELS_SCHEMA.names}
+        lifespans: list[tuple] = []
         counts["lines"] += len(lines)
         for raw in lines:
             end = len(raw)
@@ -199,9 +232,14 @@ class Extractor:
             counts["items"] += 1
             self._labels(entity_id, entity, labels, counts)
             self._statements(entity_id, entity.get("claims"), rows, counts)
+            self._lifespans(entity_id, entity.get("claims"), lifespans, counts)
         return ChunkResult(
             claims=pa.Table.from_struct_array(pa.array(rows, type=self._row_type)),
             labels=pa.table(labels, schema=LABELS_SCHEMA),
+            lifespans=pa.Table.from_pylist(
+                [dict(zip(LIFESPANS_SCHEMA.names, row, strict=True)) for row in lifespans],
+                schema=LIFESPANS_SCHEMA,
+            ),
             counts=counts,
         )
 
@@ -327,6 +365,57 @@ class Extractor:
                 kept += 1
         counts["statements_seen"] += seen
         counts["statements_kept"] += kept
+
+    def _lifespans(self, qid: str, claims: object, rows: list[tuple], counts: Counter) -> None:
+        if not isinstance(claims, dict):
+            return
+        for pid, bound in self._lifespan_bounds.items():
+            statements = claims.get(pid)
+            if not statements:
+                continue
+            if not isinstance(statements, list):
+                statements = [None]
+            kept: list[tuple] = []
+            for statement in statements:
+                counts["lifespan_seen"] += 1
+                try:
+                    kept.append((qid, pid, bound, *self._lifespan_date(statement)))
+                except _Rejected as rejected:
+                    counts[f"lifespan_dropped:{rejected.reason}"] += 1
+            best = "preferred" if any(row[-1] == "preferred" for row in kept) else "normal"
+            for row in kept:
+                if row[-1] == best:
+                    rows.append(row)
+                    counts["lifespan_kept"] += 1
+                else:
+                    counts["lifespan_dropped:not_best_rank"] += 1
+
+    def _lifespan_date(self, statement: object) -> tuple:
+        """``(date, precision, calendar, rank)`` of a time-valued statement, or ``_Rejected``."""
+        if type(statement) is tuple:
+            mainsnak, rank = statement[0], statement[1]
+        elif isinstance(statement, dict):
+            mainsnak, rank = statement.get("mainsnak"), statement.get("rank")
+        else:
+            raise _Rejected("malformed")
+        rank = rank or "normal"
+        if not isinstance(mainsnak, dict) or rank not in _RANKS:
+            raise _Rejected("malformed")
+        if rank == "deprecated":
+            raise _Rejected("deprecated")
+        snaktype = mainsnak.get("snaktype", "value")
+        if snaktype in ("somevalue", "novalue"):
+            raise _Rejected(snaktype)
+        datavalue = mainsnak.get("datavalue")
+        if snaktype != "value" or not isinstance(datavalue, dict):
+            raise _Rejected("malformed")
+        if datavalue.get("type") != "time":
+            raise _Rejected("non_time_value")
+        try:
+            time = self._time(datavalue.get("value"))
+        except _Rejected:
+            raise _Rejected("invalid_time") from None
+        return time.epoch_day, time.precision, time.calendar, rank
 
     def _statement(self, qid: str, pid: str, statement: object, counts: Counter) -> tuple:
         """The row of a statement (parsed, or as ``_lazy_statement`` read it), or ``_Rejected``."""

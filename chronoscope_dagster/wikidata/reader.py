@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
+    LIFESPAN_DROPS,
+    LIFESPANS_SCHEMA,
     LINE_REJECTS,
     STATEMENT_DROPS,
     ChunkResult,
@@ -65,6 +67,10 @@ class ExtractionReport:
         return {reason: self.get(f"dropped:{reason}") for reason in STATEMENT_DROPS}
 
     @property
+    def lifespan_drops(self) -> dict[str, int]:
+        return {reason: self.get(f"lifespan_dropped:{reason}") for reason in LIFESPAN_DROPS}
+
+    @property
     def reconciliation_errors(self) -> list[str]:
         errors = []
         lines = (
@@ -83,6 +89,11 @@ class ExtractionReport:
         if statements != self.get("statements_seen"):
             errors.append(
                 f"statements_seen {self.get('statements_seen')} != kept + dropped {statements}"
+            )
+        lifespans = self.get("lifespan_kept") + sum(self.lifespan_drops.values())
+        if lifespans != self.get("lifespan_seen"):
+            errors.append(
+                f"lifespan_seen {self.get('lifespan_seen')} != kept + dropped {lifespans}"
             )
         return errors
 
@@ -172,11 +183,13 @@ def extract_dump(
     claims_out: Path,
     labels_out: Path,
     *,
+    lifespans_out: Path | None = None,
     workers: int | None = None,
     block_bytes: int = BLOCK_BYTES,
     progress: Callable[[ExtractionReport], None] | None = None,
 ) -> ExtractionReport:
-    """Extract claims and labels of a dump into two Parquet files; return the counts."""
+    """Extract claims, labels and (with ``lifespans_out``) lifespans of a dump into Parquet
+    files; return the counts."""
     paths = dump_files(path)
     input_bytes = sum(p.stat().st_size for p in paths)
     if not workers:
@@ -187,18 +200,27 @@ def extract_dump(
     started = time.perf_counter()
     claims_writer = pq.ParquetWriter(claims_out, extractor.schema, compression="zstd")
     labels_writer = pq.ParquetWriter(labels_out, LABELS_SCHEMA, compression="zstd")
+    lifespans_writer = (
+        pq.ParquetWriter(lifespans_out, LIFESPANS_SCHEMA, compression="zstd")
+        if lifespans_out is not None
+        else None
+    )
     try:
         for result in _results(paths, workers, block_bytes):
             if result.claims.num_rows:
                 claims_writer.write_table(result.claims)
             if result.labels.num_rows:
                 labels_writer.write_table(result.labels)
+            if lifespans_writer is not None and result.lifespans.num_rows:
+                lifespans_writer.write_table(result.lifespans)
             report.counts.update(result.counts)
             if progress is not None:
                 progress(report)
     finally:
         claims_writer.close()
         labels_writer.close()
+        if lifespans_writer is not None:
+            lifespans_writer.close()
     report.seconds = time.perf_counter() - started
     return report
 

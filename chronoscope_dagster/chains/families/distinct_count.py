@@ -4,11 +4,13 @@ What it tests: counting the distinct values of one subject and property over a
 span of years (every value valid at any time in it), then an entity question at
 the span's last year.
 
-Rule: for each (subject, property) with whole-year facts and a nameable
-subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
+Rule: for each single-holder property (``functional``; an open-ended one has
+no complete count) of a nameable subject with whole-year facts, the candidate
+spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
 year, 2 to 10 whole years long (both ends included), both ends having a gold,
 whose values (the union of the whole-year golds of y1..y2, counted by QID) are
-all labelled and number 2 to 15. The item's generator draws one candidate span.
+all labelled and number 2 to 15, and whose every day the facts cover (no gap
+over 31 days, ``chains.evidence``). The item's generator draws one candidate span.
 Turn 1 asks ``count`` (answer the number of values, as a string); turn 2 asks
 the property's ``scope_switch`` at y2, gold the values valid in y2.
 """
@@ -33,23 +35,31 @@ def held(years: dict[int, Gold], y1: int, y2: int) -> set[str]:
     return {qid for year in range(y1, y2 + 1) if year in years for qid in years[year].qids}
 
 
-def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int, int]]:
+def spans(
+    facts: SnapshotFacts, subject: str, pid: str, years: dict[int, Gold]
+) -> list[tuple[int, int, int]]:
     """(y1, y2, count) of the spans of 2 to 10 years in 1950..snapshot year, both ends with a
-    gold, whose 2 to 15 values are all labelled."""
+    gold, whose 2 to 15 values are all labelled and whose days are covered."""
     ends = sorted(year for year in years if FIRST_YEAR <= year <= facts.snapshot_year)
     found = []
     for y1 in ends:
         for y2 in ends:
             if MIN_YEARS <= y2 - y1 + 1 <= MAX_YEARS:
                 values = held(years, y1, y2)
-                if MIN_COUNT <= len(values) <= MAX_COUNT and facts.verbalizable(tuple(values)):
+                if (
+                    MIN_COUNT <= len(values) <= MAX_COUNT
+                    and facts.verbalizable(tuple(values))
+                    and facts.span_covered(subject, pid, y1, y2, "incomplete_count")
+                ):
                     found.append((y1, y2, len(values)))
     return found
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
-        candidates = spans(facts, facts.year_golds(subject, pid))
+        if not facts.single_holder(subject, pid, "count"):
+            continue
+        candidates = spans(facts, subject, pid, facts.year_golds(subject, pid))
         if not candidates:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)

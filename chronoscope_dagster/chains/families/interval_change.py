@@ -4,8 +4,9 @@ What it tests: a yes/no comparison of two explicit years for one subject and
 property, then an entity question at the later year; the model must compare the
 two scopes, then answer for the second one.
 
-Rule: for each (subject, property) with whole-year facts and a nameable
-subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
+Rule: for each single-holder property (``functional``: a change of value
+presupposes one value at a time) of a nameable subject with whole-year facts,
+the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
 year, 2 to 10 whole years long (both ends included), both ends having a
 labelled gold, and the two golds equal or disjoint (a partial overlap, such as
 a change during y1, makes "a different value" ambiguous and is left out). The
@@ -50,6 +51,8 @@ def changed(years: dict[int, Gold], y1: int, y2: int) -> str | None:
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
+        if not facts.single_holder(subject, pid, "change"):
+            continue
         years = facts.year_golds(subject, pid)
         options: dict[str, list[tuple[int, int]]] = {"yes": [], "no": []}
         for y1, y2 in spans(facts, years):

@@ -9,7 +9,10 @@ subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
 year, 2 to 10 whole years long (both ends included), both ends having a gold
 and the gold of y2 labelled. The values held in a span are the union of the
 whole-year golds of y1..y2. A "yes" value is one held in the span; a "no" value
-is one the pair held in another year but never in the span. An asked value must
+is one the pair held in another year but never in the span, with positive
+evidence that it did not hold there (``SnapshotFacts.never_held``: a covered
+span of a single-holder property, or the value's own statements all dated and
+outside the span). An asked value must
 be labelled with a label no other value of the pair shares. Only pairs where
 both answers are possible are used: the item's generator draws the answer (yes
 or no, evenly), then a span where that answer is possible, then the value. Turn
@@ -57,7 +60,14 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             inside = held(years, *span)
             for answer, values in (
                 ("yes", [qid for qid in askable if qid in inside]),
-                ("no", [qid for qid in askable if qid not in inside]),
+                (
+                    "no",
+                    [
+                        qid
+                        for qid in askable
+                        if qid not in inside and facts.never_held(subject, pid, qid, *span)
+                    ],
+                ),
             ):
                 if values:
                     options[answer].append((span, values))

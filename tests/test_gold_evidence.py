@@ -1,0 +1,220 @@
+"""A gold only from facts that decide it: coverage of single-holder properties, lifespans,
+counts and "no" answers, in the generator (``SnapshotFacts``) and in the checks' SQL."""
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.chains.audit import (
+    gold_mismatch_sql,
+    timeless_outside_lifespan_sql,
+    uncovered_sql,
+)
+from chronoscope_dagster.chains.families import family_module
+from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.wikidata.properties import default_catalog
+from tests.chain_helpers import facts_from_rows, intervals_table, lifespans_table
+
+COUNTRY, PM = "Q38", "P6"
+A, B, C = "Q101", "Q102", "Q103"
+NAMES = {COUNTRY: "Italy", A: "Alpha", B: "Beta", C: "Gamma", "Q7": "Acme", "Q8": "business"}
+
+
+def pm_facts(spans, years=range(2008, 2018), **kwargs):
+    """Facts of Italy's head of government from (value, first day, last day) spans; the truth
+    rows are what a year anchor holds (any value overlapping the year)."""
+    rows = []
+    for year in years:
+        held = [
+            v
+            for v, first, last in spans
+            if (first or "0000") <= f"{year}-12-31" and (last or "9999") >= f"{year}-01-01"
+        ]
+        if held:
+            rows.append((str(year), COUNTRY, PM, sorted(held, key=lambda q: int(q[1:]))))
+    intervals = intervals_table([(COUNTRY, PM, v, first, last) for v, first, last in spans])
+    return facts_from_rows(rows, NAMES, intervals=intervals, **kwargs)
+
+
+def test_a_missing_successor_does_not_make_the_remaining_holder_the_whole_gold():
+    facts = pm_facts([(A, "2008-05-08", "2011-11-15"), (B, "2016-12-12", None)])
+    assert facts.gold(COUNTRY, PM, "2010").qids == (A,)
+    assert facts.gold(COUNTRY, PM, "2011") is None  # A ends in November; nobody after
+    assert facts.gold(COUNTRY, PM, "2016") is None  # B only from 12 December
+    assert facts.gold(COUNTRY, PM, "2017").qids == (B,)
+    assert facts.drops["incomplete_scope"] == 2
+    assert set(facts.year_golds(COUNTRY, PM)) == {2009, 2010, 2017}  # A began in May 2008
+
+
+@pytest.mark.parametrize(
+    ("successor_from", "decided"), [("2012-03-31", True), ("2012-04-20", False)]
+)
+def test_a_gap_of_20_days_is_tolerated_one_of_40_is_not(successor_from, decided):
+    facts = pm_facts([(A, "2008-01-01", "2012-03-10"), (B, successor_from, None)])
+    gold = facts.gold(COUNTRY, PM, "2012")
+    assert (gold.qids == (A, B)) if decided else gold is None
+
+
+def test_year_precision_end_covers_its_year():
+    facts = pm_facts([(A, "2008-01-01", "2012-12-31"), (B, "2013-01-01", None)])
+    assert facts.gold(COUNTRY, PM, "2012").qids == (A,)
+    assert facts.gold(COUNTRY, PM, "2013").qids == (B,)
+
+
+def test_coverage_is_clipped_to_a_recorded_lifespan():
+    spans = [(A, "2012-06-01", None)]
+    assert pm_facts(spans).gold(COUNTRY, PM, "2012") is None
+    founded = pm_facts(spans, lifespans={COUNTRY: ("2012-06-01", None)})
+    assert founded.gold(COUNTRY, PM, "2012").qids == (A,)
+
+
+def test_a_multi_valued_property_needs_no_coverage():
+    rows = [("2012", "Q7", "P108", [A])]
+    intervals = intervals_table([("Q7", "P108", A, "2012-11-01", None)])
+    assert facts_from_rows(rows, NAMES, intervals=intervals).gold("Q7", "P108", "2012").qids == (A,)
+
+
+def timeless_facts(lifespans=None, dated=None):
+    """Acme is a business (timeless), and from 2011 also a public company (dated) when asked."""
+    rows = [(None, "Q7", "P31", ["Q8"])] if dated is None else [
+        ("1990", "Q7", "P31", ["Q8"]), ("2012", "Q7", "P31", ["Q8", dated])]  # fmt: skip
+    spans = [("Q7", "P31", "Q8", None, None)]
+    if dated is not None:
+        spans.append(("Q7", "P31", dated, "2011-05-19", None))
+    names = {**NAMES, **({dated: "public company"} if dated else {})}
+    return facts_from_rows(rows, names, intervals=intervals_table(spans), lifespans=lifespans)
+
+
+def test_a_timeless_fact_is_not_projected_before_the_subject_was_founded():
+    facts = timeless_facts(lifespans={"Q7": ("2002-12-28", None)}, dated="Q9")
+    assert facts.gold("Q7", "P31", "1990") is None
+    assert facts.gold("Q7", "P31", "2012").qids == ("Q8", "Q9")
+    assert facts.drops["before_lifespan"] == 1
+
+
+def test_without_a_recorded_start_the_first_dated_statement_bounds_timeless_facts():
+    facts = timeless_facts(dated="Q9")
+    assert facts.gold("Q7", "P31", "1990") is None
+    assert facts.gold("Q7", "P31", "2012").qids == ("Q8", "Q9")
+
+
+def test_a_timeless_fact_is_not_asked_after_the_subject_was_dissolved():
+    dissolved = timeless_facts(lifespans={"Q7": (None, "1991-12-26")})
+    assert dissolved.gold("Q7", "P31", None) is None  # the present lies after the dissolution
+    assert dissolved.gold("Q7", "P31", "1995") is None
+    assert dissolved.gold("Q7", "P31", "1985").qids == ("Q8",)
+    assert dissolved.drops == {"after_lifespan": 2}
+    assert timeless_facts().gold("Q7", "P31", None).qids == ("Q8",)
+
+
+def test_counts_and_changes_only_of_single_holder_properties_over_covered_spans():
+    templates = load_templates()
+    rows = [(str(y), "Q7", "P54", [A] if y < 2013 else [B]) for y in range(2008, 2018)]
+    team = facts_from_rows(rows, NAMES)
+    assert list(family_module("distinct_count").generate(team, templates, 42)) == []
+    assert list(family_module("interval_change").generate(team, templates, 42)) == []
+    assert team.drops == {"open_ended_count": 1, "open_ended_change": 1}
+    holes = pm_facts(
+        [(A, "2008-01-01", "2010-06-30"), (B, "2010-07-01", "2012-03-10"), (C, "2012-06-01", None)]
+    )
+    counts = list(family_module("distinct_count").generate(holes, templates, 42))
+    assert counts and all(
+        not (c.turns[0].scope_year <= 2012 <= c.turns[0].scope_end_year) for c in counts
+    )
+    assert holes.drops["incomplete_count"] > 0
+
+
+def test_no_needs_positive_evidence():
+    rows = [(str(y), "Q7", "P108", [A] if y <= 2005 else [B]) for y in range(2000, 2013)]
+    spans = [("Q7", "P108", A, "2000-01-01", "2005-12-31"), ("Q7", "P108", B, "2006-01-01", None),
+             ("Q7", "P108", C, None, None)]  # fmt: skip
+    facts = facts_from_rows(rows, NAMES, intervals=intervals_table(spans))
+    assert facts.never_held("Q7", "P108", A, 2008, 2010)  # A's own statement ended in 2005
+    assert not facts.never_held("Q7", "P108", C, 2008, 2010)  # timeless: no evidence
+    assert not facts.never_held("Q7", "P108", "Q999", 2008, 2010)  # nothing known of it
+    assert facts.drops["no_evidence"] == 2
+    covered = pm_facts([(A, "2008-01-01", "2012-12-31"), (B, "2013-01-01", None)])
+    assert covered.never_held(COUNTRY, PM, C, 2009, 2011)  # the holders are known throughout
+
+
+# The checks' SQL, on the same edges ---------------------------------------------------------
+
+
+def audit_tables(turns: list[dict], spans, lifespans=None) -> duckdb.DuckDBPyConnection:
+    connection = duckdb.connect()
+    turn_rows = [
+        {"snapshot_year": 2025, "chain_id": f"c{i}", "turn_index": 0, "answer_kind": "entity",
+         "pid": PM, "subject_qid": COUNTRY, "scope_anchor": None, "gold_qids": [], **turn}
+        for i, turn in enumerate(turns)
+    ]  # fmt: skip
+    connection.register("turns_in", pa.Table.from_pylist(turn_rows))
+    connection.execute("CREATE TABLE turns AS SELECT * FROM turns_in")
+    intervals = intervals_table(spans)
+    connection.register("intervals_in", intervals)
+    connection.execute(
+        "CREATE TABLE fact_intervals AS SELECT *, 2025 AS snapshot_year FROM intervals_in"
+    )
+    connection.register("lifespans_in", lifespans_table(lifespans or {}))
+    connection.execute(
+        "CREATE TABLE lifespans AS SELECT *, 2025 AS snapshot_year FROM lifespans_in"
+    )
+    return connection
+
+
+FUNCTIONAL = sorted(default_catalog().functional_pids)
+
+
+def test_the_check_finds_uncovered_single_holder_scopes():
+    spans = [(COUNTRY, PM, A, "2008-01-01", "2012-03-10"), (COUNTRY, PM, B, "2012-04-20", None),
+             (COUNTRY, PM, C, "2012-03-31", "2012-04-19")]  # fmt: skip
+    turns = [
+        {"scope_anchor": "2012", "gold_qids": [A, B, C]},  # 20-day gap: decided
+        {"scope_anchor": "2011-2013", "answer_kind": "count"},  # the same
+        {"scope_anchor": "2007"},  # before A: not covered
+        {"scope_anchor": "2008-06-01"},
+    ]
+    connection = audit_tables(turns, spans)
+    found = connection.execute(
+        f"SELECT chain_id, longest_gap FROM ({uncovered_sql('turns', 'fact_intervals', 'lifespans', FUNCTIONAL)})"
+    ).fetchall()
+    assert found == [("c2", 365)]
+    forty = audit_tables(turns[:1], spans[:2])
+    assert forty.execute(
+        f"SELECT longest_gap FROM ({uncovered_sql('turns', 'fact_intervals', 'lifespans', FUNCTIONAL)})"
+    ).fetchall() == [(40,)]
+
+
+def test_the_check_clips_coverage_to_the_recorded_lifespan_only():
+    spans = [(COUNTRY, PM, A, "2012-06-01", None)]
+    turn = [{"scope_anchor": "2012", "gold_qids": [A]}]
+    sql = uncovered_sql("turns", "fact_intervals", "lifespans", FUNCTIONAL)
+    assert audit_tables(turn, spans).execute(f"SELECT count(*) FROM ({sql})").fetchone() == (1,)
+    founded = audit_tables(turn, spans, {COUNTRY: ("2012-06-01", None)})
+    assert founded.execute(f"SELECT count(*) FROM ({sql})").fetchone() == (0,)
+
+
+def test_the_check_finds_timeless_golds_outside_the_lifespan():
+    spans = [("Q7", "P31", "Q8", None, None), ("Q7", "P31", "Q9", "2011-05-19", None)]
+    turns = [
+        {"subject_qid": "Q7", "pid": "P31", "scope_anchor": "1990", "gold_qids": ["Q8"]},
+        {"subject_qid": "Q7", "pid": "P31", "scope_anchor": "2012", "gold_qids": ["Q8", "Q9"]},
+    ]
+    sql = timeless_outside_lifespan_sql("turns", "fact_intervals", "lifespans")
+    assert audit_tables(turns, spans).execute(
+        f"SELECT chain_id, value_qid FROM ({sql})"
+    ).fetchall() == [("c0", "Q8")]
+    founded_earlier = audit_tables(turns, spans, {"Q7": ("1980-01-01", None)})
+    assert founded_earlier.execute(f"SELECT count(*) FROM ({sql})").fetchone() == (0,)
+
+
+def test_the_gold_check_expects_timeless_values_removed_outside_the_lifespan():
+    spans = [("Q7", "P31", "Q8", None, None), ("Q7", "P31", "Q9", "1980-01-01", None)]
+    truth = pa.table({"snapshot_year": [2025], "anchor": ["1985"], "anchor_scope": ["year"],
+                      "subject_qid": ["Q7"], "pid": ["P31"], "value_qids": [["Q8", "Q9"]]})  # fmt: skip
+    for gold, lifespan, wrong in ((["Q9"], ("1990-01-01", None), 0), (["Q8", "Q9"], ("1990-01-01", None), 1),
+                                  (["Q8", "Q9"], ("1970-01-01", None), 0)):  # fmt: skip
+        turn = [{"subject_qid": "Q7", "pid": "P31", "scope_anchor": "1985", "gold_qids": gold}]
+        connection = audit_tables(turn, spans, {"Q7": lifespan})
+        connection.register("truth", truth)
+        sql = gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
+        assert connection.execute(sql).fetchone() == (1, wrong)
