@@ -9,11 +9,16 @@ EXPECTED_ASSETS = {
     "wikidata_dump": ([], "ingest", "snapshot_year"),
     "claims": (["wikidata_dump"], "ingest", "snapshot_year"),
     "labels": (["wikidata_dump"], "ingest", "snapshot_year"),
+    "lifespans": (["wikidata_dump"], "ingest", "snapshot_year"),
     "fact_intervals": (["claims"], "truth", "snapshot_year"),
     "truth": (["fact_intervals"], "truth", "snapshot_year"),
     "present_day": (["labels", "truth"], "truth", None),
     **{
-        f"family_{family}": (["labels", "present_day", "truth"], "chains", "snapshot_year")
+        f"family_{family}": (
+            ["fact_intervals", "labels", "lifespans", "present_day", "truth"],
+            "chains",
+            "snapshot_year",
+        )
         for family in FAMILIES
     },
     "turns": (sorted(f"family_{family}" for family in FAMILIES), "chains", None),
@@ -37,6 +42,7 @@ EXPECTED_CHECKS = {
     ("claims", "claims_well_formed"),
     ("claims", "claims_expectations"),
     ("labels", "labels_well_formed"),
+    ("lifespans", "lifespans_well_formed"),
     ("fact_intervals", "fact_intervals_reconcile"),
     ("truth", "truth_values_hold_at_anchor"),
     ("truth", "truth_keys_and_canonical"),
@@ -45,6 +51,7 @@ EXPECTED_CHECKS = {
     ("present_day", "present_day_consistent"),
     ("turns", "turns_state_their_time"),
     ("turns", "turns_gold_valid_at_scope"),
+    ("turns", "turns_golds_decided_by_facts"),
     ("turns", "turns_expectations"),
     ("chains", "chains_complete_and_unique"),
     ("chains", "chains_deterministic"),

@@ -171,3 +171,38 @@ def labels_well_formed(
         metadata={"partitions": years, "rows": rows, "duplicate_qids": duplicates,
                   "malformed_qids": bad_qid, "empty_labels": empty},
     )  # fmt: skip
+
+
+@dg.asset_check(
+    asset="lifespans",
+    blocking=True,
+    description="As many rows as the extraction kept, every one a well-formed QID with a "
+    "lifespan property whose bound is the property list's, and a precision in 0-14.",
+)
+def lifespans_well_formed(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    store = warehouse.warehouse
+    years = [p["snapshot_year"] for p in checked_partitions(context, store, "lifespans")]
+    bounds = " OR ".join(
+        f"(pid = '{pid}' AND bound = '{bound}')"
+        for pid, bound in default_catalog().lifespan_properties.items()
+    )
+    kept = sum(
+        store.read_report("claims", snapshot_year=year)["counts"].get("lifespan_kept", 0)
+        for year in years
+    )
+    with store.connect(views=True) as connection:
+        rows, bad_qid, bad_bound, bad_precision = connection.execute(
+            f"""
+            SELECT count(*), count_if(NOT regexp_full_match(qid, '{QID_PATTERN}')),
+                   count_if(NOT ({bounds})), count_if(precision NOT BETWEEN 0 AND 14)
+            FROM lifespans WHERE snapshot_year IN ({sql_list(years, numeric=True)})
+            """
+        ).fetchone()
+    return dg.AssetCheckResult(
+        passed=bool(years) and rows == kept and bad_qid == bad_bound == bad_precision == 0,
+        metadata={"partitions": years, "rows": rows, "kept_by_extraction": kept,
+                  "malformed_qids": bad_qid, "wrong_bounds": bad_bound,
+                  "precisions_out_of_range": bad_precision},
+    )  # fmt: skip
