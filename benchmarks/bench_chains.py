@@ -18,6 +18,7 @@ import resource
 import sys
 import time
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -77,6 +78,19 @@ def synthetic_truth(rows: int, seed: int = 0) -> tuple[pa.Table, pa.Table]:
     return truth, labels
 
 
+def synthetic_intervals(truth: pa.Table) -> pa.Table:
+    """``fact_intervals`` rows saying what the truth rows say: each value of a year anchor holds
+    that whole year; a row without anchor is timeless."""
+    return duckdb.sql(
+        """SELECT subject_qid, pid, unnest(value_qids) AS value_qid,
+                  make_date(CAST(anchor AS INTEGER), 1, 1) AS valid_from,
+                  make_date(CAST(anchor AS INTEGER), 12, 31) AS valid_until,
+                  NULL::DATE AS certain_until, anchor IS NULL AS is_timeless,
+                  FALSE AS end_unknown
+           FROM truth"""
+    ).to_arrow_table()
+
+
 def _letters(number: int) -> str:
     """A name without digits (families refuse digit-bearing names that could read as years)."""
     text = ""
@@ -96,7 +110,7 @@ def main() -> int:
     for rows in args.rows:
         truth, labels = synthetic_truth(rows)
         started = time.perf_counter()
-        facts = SnapshotFacts(2025, truth, labels)
+        facts = SnapshotFacts(2025, truth, labels, intervals=synthetic_intervals(truth))
         index_seconds = time.perf_counter() - started
         print(f"\n{truth.num_rows:,} truth rows; indexing {index_seconds:.1f} s")
         total_chains, total_seconds = 0, index_seconds

@@ -101,6 +101,7 @@ class SnapshotFacts:
         self.drops: Counter[str] = Counter()
         self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
         self._dropped: set[tuple[str, str, str | None, str]] = set()
+        self._covered: dict[tuple[str, str, Span], bool] = {}
         self.labels: dict[str, Label] = {
             row["qid"]: Label(row["label"], tuple(row["aliases"] or ()), row["description"])
             for row in labels.to_pylist()
@@ -232,10 +233,13 @@ class SnapshotFacts:
     def covered(self, subject: str, pid: str, span: Span) -> bool:
         """Whether the values of a single-holder property cover ``span`` (clipped to the
         subject's lifespan and the snapshot) with no gap over ``MAX_GAP_DAYS``."""
-        start, end = self.lifespan(subject).clip((span[0], min(span[1], self.last_day)))
-        if start > end:
-            return True
-        return longest_gap(self.coverage.get((subject, pid), ()), start, end) <= MAX_GAP_DAYS
+        key = (subject, pid, span)
+        if key not in self._covered:
+            start, end = self.lifespan(subject).clip((span[0], min(span[1], self.last_day)))
+            self._covered[key] = start > end or (
+                longest_gap(self.coverage.get((subject, pid), ()), start, end) <= MAX_GAP_DAYS
+            )
+        return self._covered[key]
 
     def gold(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
         """The decided gold at an anchor, or None; a (subject, property) with only timeless
