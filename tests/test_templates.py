@@ -183,3 +183,18 @@ def test_every_problem_is_listed(tmp_path: Path):
     with pytest.raises(TemplateError) as caught:
         load_templates(path=path)
     assert len(caught.value.problems) == 4
+
+
+def test_names_that_take_the_definite_article_get_it_from_the_data():
+    templates = load_templates()
+    assert "United Kingdom" in templates.definite_article
+    question = templates.render("P35", "explicit_year", 0, subject="United Kingdom", year=2012)
+    assert "of the United Kingdom" in question
+    member = templates.render(
+        "P463", "interval_yes_no", 0, subject="France", value="European Union", year=2000,
+        year2=2003,
+    )  # fmt: skip
+    assert "the European Union" in member and "the France" not in member
+    for index in range(len(templates.phrasings("P35", "timeless"))):
+        text = templates.render("P35", "timeless", index, subject="Netherlands")
+        assert "the Netherlands" in text or text.startswith("The Netherlands")

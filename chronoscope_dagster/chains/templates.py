@@ -40,7 +40,8 @@ GENERIC_SLOTS: dict[str, frozenset[str]] = {
     "narrative_last": frozenset({"year"}),
 }
 
-TOP_LEVEL_KEYS = frozenset({"language", "properties", "generic"})
+TOP_LEVEL_KEYS = frozenset({"language", "properties", "generic", "definite_article"})
+NAMED_SLOTS = ("subject", "value")
 
 _LETTERS = re.compile(r"[^\W\d_]+")
 _PLACEHOLDER_MARK = "\x00"
@@ -69,15 +70,26 @@ class Templates:
     language: str
     properties: dict[str, PropertyTemplates]
     generic: dict[str, tuple[str, ...]]
+    definite_article: frozenset[str] = frozenset()
 
     def phrasings(self, pid: str, slot: str) -> tuple[str, ...]:
         return self.properties[pid].slots[slot]
 
     def render(self, pid: str, slot: str, index: int, **values: object) -> str:
         """Fill phrasing `index` of a property slot; `values` must be exactly its placeholders."""
-        return _fill(
-            f"{pid}.{slot}", PROPERTY_SLOTS[slot], self.phrasings(pid, slot)[index], values
+        text = _fill(
+            f"{pid}.{slot}",
+            PROPERTY_SLOTS[slot],
+            self.phrasings(pid, slot)[index],
+            {name: self._with_article(name, value) for name, value in values.items()},
         )
+        return text[0].upper() + text[1:] if text.startswith("the ") else text
+
+    def _with_article(self, slot: str, value: object) -> object:
+        """A name of ``definite_article`` takes "the" in running text ("the United Kingdom")."""
+        if slot in NAMED_SLOTS and value in self.definite_article:
+            return f"the {value}"
+        return value
 
     def generic_phrasings(self, slot: str) -> tuple[str, ...]:
         return self.generic[slot]
@@ -117,6 +129,7 @@ def load_templates(language: str = "en", path: Path | None = None) -> Templates:
             for pid, entry in raw["properties"].items()
         },
         generic={slot: tuple(raw["generic"][slot]) for slot in GENERIC_SLOTS},
+        definite_article=frozenset(raw.get("definite_article", ())),
     )
 
 
@@ -150,6 +163,9 @@ def validate(
         problems.append("generic: missing or not a mapping")
     else:
         problems += _check_slots("generic", generic, GENERIC_SLOTS)
+    articles = raw.get("definite_article", [])
+    if not isinstance(articles, list) or not all(isinstance(a, str) and a for a in articles):
+        problems.append("definite_article: not a list of names")
     problems += [f"{key}: unknown top-level key" for key in raw.keys() - TOP_LEVEL_KEYS]
     return problems
 
