@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY
 from chronoscope_dagster.evaluation.metrics import (
     CHAIN_METRICS,
     METRICS,
@@ -553,3 +554,63 @@ def test_thousand_resamples_over_fifty_thousand_chains() -> None:
         r for r in metrics.to_pylist() if r["stratum"] == "overall" and r["metric"] == "acc_at1"
     )
     assert acc["n_chains"] == 50_000 and acc["ci_high"] - acc["ci_low"] < 0.02
+
+
+def reference_mode_rows() -> list[dict]:
+    return [
+        turn("c1", "carryover", 2, 1, ok1=True, present=True, tok=(1, 1, 1), ch=(3, 3, 3)),
+        # A present value inside the gold set: not drift-eligible, but the reference drifts it.
+        turn("c2", "carryover", 2, 1, present=True, drift1=True, tok=(0, 1, 4), ch=(0, 3, 10)),
+        turn(
+            "c3",
+            "narrative",
+            3,
+            1,
+            okk=True,
+            eligible=True,
+            drift1=True,
+            driftk=False,
+            tok=(0, 0, 2),
+            ch=(0, 0, 4),
+        ),
+        turn("c3", "narrative", 3, 2, tok=(0, 0, 2), ch=(1, 5, 4)),
+    ]
+
+
+def test_reference_mode_drift_and_f1_are_the_authors() -> None:
+    """Expected values obtained by running the authors' evaluator (hf_scope_benchmark.py:
+    new_bucket, its per-turn bucket accounting, finalize) on these four turns; compared exactly,
+    so the F1 (2PR/(P+R): 0.1818181818181818, where 2tp/(pred+gold) gives ...82) and every
+    printed 6-decimal value agree."""
+    expected = {
+        "acc_at1": 0.25,
+        "acc_atk": 0.5,
+        "token_f1_micro_top1": 0.1818181818181818,
+        "char3_f1_micro_top1": 0.25,
+        "present_available_rate": 0.75,
+        "drift_rate_given_present_at1": 0.6666666666666666,
+        "drift_rate_given_present_atk": 0.3333333333333333,
+        "drift_rate_given_error_at1": 0.6666666666666666,
+    }
+    scored = table(reference_mode_rows())
+    got = values(compute_metrics(scored, bootstrap=50, mode="reference"))
+    assert {metric: got[("overall", metric)] for metric in expected} == expected
+    tagged = scored.replace_schema_metadata({MODE_METADATA_KEY: b"reference"})
+    assert compute_metrics(tagged, bootstrap=0).equals(
+        compute_metrics(scored, bootstrap=0, mode="reference")
+    )
+    with pytest.raises(ValueError, match="drift-eligible"):
+        compute_metrics(scored, bootstrap=0)
+    eligible_only = [row for row in reference_mode_rows() if row["chain_id"] != "c2"]
+    relaxed = values(compute_metrics(table(eligible_only), bootstrap=0))
+    assert relaxed[("overall", "drift_rate_given_present_at1")] == 1.0  # 1 of 1 eligible
+    assert relaxed[("overall", "token_f1_micro_top1")] == 2 * 1 / (1 + 5)
+
+
+def test_reference_mode_drift_needs_a_present_value() -> None:
+    rows = reference_mode_rows()
+    rows[1] = {**rows[1], "present_available": False}
+    with pytest.raises(ValueError, match="drift without a present value"):
+        compute_metrics(table(rows), bootstrap=0, mode="reference")
+    with pytest.raises(ValueError, match="match mode"):
+        compute_metrics(table(rows), bootstrap=0, mode="semantic")

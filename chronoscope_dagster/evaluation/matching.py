@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 MODES = ("relaxed", "exact", "reference")
+MODE_METADATA_KEY = b"match_mode"  # in the schema metadata of a scored table, for the metrics
 
 # --- relaxed and exact ---------------------------------------------------------------------
 
@@ -158,19 +159,30 @@ def matches(
 
 REFERENCE_PREFIXES = ("assistant:", "answer:", "final answer:", "the answer is", "it is", "it's")
 _PUNCTUATION_AND_SPACE = string.punctuation + " "
-_CANDIDATE_STRIP = string.punctuation + " \u201c\u201d\u2018\u2019"
+# ASCII only, as the reference strips candidates: curly quotes stay (and are deleted later, after
+# the prefix check, so "“The answer is Paris”" keeps its "the answer is").
+_CANDIDATE_STRIP = _PUNCTUATION_AND_SPACE
+# The reference's r"(?i)\banswer\s*:\s*(.+)$": "final_answer:" is no answer prefix ("_" is a word
+# character), "final answer:" and "(answer:" are.
+_REFERENCE_ANSWER = re.compile(r"\banswer\s*:\s*(.+)$", flags=re.IGNORECASE)
+
+
+def _reference_first_line(text: str) -> str:
+    """Stripped (all Unicode whitespace), cut at the first line feed only, stripped again."""
+    return str(text).strip().split("\n")[0].strip()
 
 
 def postprocess_pred(text: str) -> str:
     """Stripped first line, at most one prefix cut off without a word-boundary check ("It
-    issues" loses "it is"), then ASCII punctuation and spaces stripped from both ends."""
-    text = str(text).strip().split("\n")[0]
+    issues" loses "it is"), then stripped of whitespace and, once, of ASCII punctuation and
+    spaces ("It is\xa0_Paris" -> "Paris", but "_\xa0Paris" -> "\xa0Paris")."""
+    text = _reference_first_line(text)
     lowered = text.lower()
     for prefix in REFERENCE_PREFIXES:
         if lowered.startswith(prefix):
             text = text[len(prefix) :].strip(" :\t")
             break
-    return text.strip(_PUNCTUATION_AND_SPACE)
+    return text.strip().strip(_PUNCTUATION_AND_SPACE)
 
 
 def normalize_text(text: str | None) -> str:
@@ -188,11 +200,11 @@ def normalize_for_match(text: str) -> str:
 
 
 def extract_candidate_answers(prediction: str) -> list[str]:
-    """The first line (after "answer:" when it says so), stripped of quotes, punctuation and
-    spaces; plus a copy without " (...)" groups and the part before the first comma. The strip
-    runs first, so "Paris (France)" loses its ")" and keeps its parenthetical."""
-    line = str(prediction).strip().split("\n")[0]
-    found = re.search(r"answer\s*:\s*(.+)", line, flags=re.IGNORECASE)
+    """The first line (after a word "answer:" when it says so), stripped of ASCII punctuation
+    and spaces; plus a copy without " (...)" groups and the part before the first comma. The
+    strip runs first, so "Paris (France)" loses its ")" and keeps its parenthetical."""
+    line = _reference_first_line(prediction)
+    found = _REFERENCE_ANSWER.search(line)
     if found is not None:
         line = found.group(1)
     primary = line.strip().strip(_CANDIDATE_STRIP)
@@ -225,10 +237,16 @@ def match_relaxed(prediction: str, gold: str) -> bool:
     )
 
 
+def reference_candidates(prediction: str) -> list[str]:
+    """What the reference's ``is_match`` tries: the extracted candidates or, when none survives
+    ("Paris answer: ?" leaves only "?"), the whole prediction."""
+    return extract_candidate_answers(prediction) or [prediction]
+
+
 def reference_match(prediction: str | None, gold: str) -> bool:
     if prediction is None:
         return False
-    return any(match_relaxed(c, gold) for c in extract_candidate_answers(prediction))
+    return any(match_relaxed(c, gold) for c in reference_candidates(prediction))
 
 
 # --- overlap counts (spec 4.7) -------------------------------------------------------------
@@ -307,7 +325,9 @@ def score_turn(
     drift_eligible: bool | None,
     mode: str = "relaxed",
 ) -> TurnScore:
-    """Drift: a drift-eligible turn answered wrongly with a present-day value."""
+    """Drift: a drift-eligible turn answered wrongly with a present-day value. In reference mode
+    (spec 4.8) any wrong turn answered with its present value drifts, eligible or not (the
+    present value may be one of the gold set)."""
     answer = answer if answer is not None else ""
     golds = [answer, *(gold_labels or ()), *(gold_aliases or ())]
     presents = list(present_labels or ())
@@ -315,7 +335,7 @@ def score_turn(
     okk = ok1 or any(matches(c, golds, mode, presents) for c in candidates or ())
     present1 = matches(prediction, presents, mode, golds)
     presentk = present1 or any(matches(c, presents, mode, golds) for c in candidates or ())
-    eligible = bool(drift_eligible)
+    eligible = bool(drift_eligible) or mode == "reference"
     return TurnScore(
         ok1,
         okk,
@@ -336,6 +356,7 @@ def score_turns_loop(turns: pa.Table, mode: str = "relaxed") -> pa.Table:
     return _with_scores(
         turns,
         {name: [score[i] for score in scores] for i, name in enumerate(SCORE_SCHEMA.names)},
+        mode,
     )
 
 
@@ -351,14 +372,17 @@ def _check(turns: pa.Table, mode: str) -> None:
         raise ValueError(f"scored turns lack the columns {', '.join(missing)}")
 
 
-def _with_scores(turns: pa.Table, scores: dict[str, Sequence | np.ndarray]) -> pa.Table:
+def _with_scores(turns: pa.Table, scores: dict[str, Sequence | np.ndarray], mode: str) -> pa.Table:
+    """The score columns set, and the mode recorded in the schema metadata: the reference's
+    drift has another denominator, so the metrics must know which mode scored the turns."""
     for field in SCORE_SCHEMA:
         column = pa.array(scores[field.name], field.type)
         if field.name in turns.column_names:
             turns = turns.set_column(turns.column_names.index(field.name), field, column)
         else:
             turns = turns.append_column(field, column)
-    return turns
+    metadata = {**(turns.schema.metadata or {}), MODE_METADATA_KEY: mode.encode()}
+    return turns.replace_schema_metadata(metadata)
 
 
 # --- the vectorised table scorer -----------------------------------------------------------
@@ -397,7 +421,8 @@ _REFERENCE_PREFIX = "(?s)^(?:{})".format(
     )
 )
 _REFERENCE_PREFIX_CUT = _REFERENCE_PREFIX + r"[ :\t]*(.*?)[ :\t]*$"
-_ANSWER_AFTER = rf"(?s)^.*?(?i:answer)[{_WS}]*:[{_WS}]*(.+)$"
+# RE2's \b is ASCII-only; Python's \w is \pL, \pN and "_" on every assigned code point (tested).
+_ANSWER_AFTER = rf"(?s)^(?:|.*?[^\pL\pN_])(?i:answer)[{_WS}]*:[{_WS}]*(.+)$"
 
 
 def _byte_table(char_map: Callable[[str], int]) -> np.ndarray:
@@ -456,6 +481,7 @@ def score_turns(turns: pa.Table, mode: str = "relaxed", *, workers: int | None =
             else np.zeros(0, field.type.to_pandas_dtype())
             for field in SCORE_SCHEMA
         },
+        mode,
     )
 
 
@@ -474,6 +500,8 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
     atk[kinds[~top], candidate_rows[ids[~top] - rows]] = True
     atk |= at1
     eligible = inputs["drift_eligible"].fill_null(False).to_numpy(zero_copy_only=False)
+    if mode == "reference":
+        eligible = np.ones(rows, dtype=bool)
     scores = {
         "correct_at1": at1[0],
         "correct_atk": atk[0],
@@ -566,10 +594,12 @@ def _normalised_golds(inputs: dict[str, pa.Array]) -> pa.Table:
 
 
 def _reference_probes(probes: pa.Table) -> pa.Table:
-    """Each probe's candidates (extract_candidate_answers), normalised: the primary one, the one
-    without " (...)" groups where there is a "(", the part before a comma where there is one.
-    Duplicates and empty candidates do not change an any-match and are not removed."""
-    line = _first_line(pc.utf8_trim(probes["text"].combine_chunks(), characters=WHITESPACE))
+    """Each probe's candidates (reference_candidates), normalised: the primary one, the one
+    without " (...)" groups where there is a "(", the part before a comma where there is one,
+    or the whole text where all of them normalise to empty. Duplicates do not change an
+    any-match and are not removed."""
+    raw = probes["text"].combine_chunks()
+    line = _reference_first_line_arrow(raw)
     says_answer = pc.match_substring(line, "answer", ignore_case=True)
     line = _where(line, says_answer, lambda text: _replace(text, _ANSWER_AFTER, r"\1"))
     primary = pc.utf8_trim(pc.utf8_trim(line, characters=WHITESPACE), characters=_CANDIDATE_STRIP)
@@ -586,7 +616,14 @@ def _reference_probes(probes: pa.Table) -> pa.Table:
             pc.utf8_trim(before_comma, characters=WHITESPACE),
         ]
     )
-    return _non_empty(table.append_column("text", _on_distinct(texts, _reference_normalize)))
+    table = table.append_column("text", _on_distinct(texts, _reference_normalize))
+    owner = np.concatenate([np.arange(len(raw)), grouped, comma])
+    kept = pc.not_equal(table["text"], "").to_numpy(zero_copy_only=False)
+    bare = np.flatnonzero(np.bincount(owner[kept], minlength=len(raw)) == 0)
+    if len(bare):
+        whole = _reference_normalize(raw.take(bare))
+        table = pa.concat_tables([table, owners.take(bare).append_column("text", whole)])
+    return _non_empty(table)
 
 
 def _reference_golds(inputs: dict[str, pa.Array]) -> pa.Table:
@@ -755,12 +792,19 @@ def _relaxed_prediction(values: pa.Array) -> pa.Array:
     )
 
 
+def _reference_first_line_arrow(values: pa.Array) -> pa.Array:
+    values = _first_line(pc.utf8_trim(values, characters=WHITESPACE))
+    return pc.utf8_trim(values, characters=WHITESPACE)
+
+
 def _reference_normalize(values: pa.Array) -> pa.Array:
     """normalize_for_match. Its straight-quote mapping is left out: quotes are deleted anyway."""
-    values = _first_line(pc.utf8_trim(values, characters=WHITESPACE))
+    values = _reference_first_line_arrow(values)
     prefixed = pc.match_substring_regex(values, _REFERENCE_PREFIX)
     values = _where(values, prefixed, lambda text: _replace(text, _REFERENCE_PREFIX_CUT, r"\1"))
-    values = pc.utf8_trim(values, characters=_PUNCTUATION_AND_SPACE)
+    values = pc.utf8_trim(
+        pc.utf8_trim(values, characters=WHITESPACE), characters=_PUNCTUATION_AND_SPACE
+    )
     return _by_ascii(
         values, lambda ascii: _translate_ascii(ascii, _REFERENCE_BYTES), _reference_unicode_tail
     )

@@ -13,7 +13,12 @@ One input row is one scored (chain, turn). The metric names are the reference ev
 - chain metrics (strict chain, average per-chain turn accuracy, final turn) exist in the
   ``overall``, ``family=`` and ``length=`` strata, whose chains are whole; a ``followup_pos=``
   stratum holds one turn of each chain, so they are left out there (the reference writes 0);
-- a final-turn ratio divides by the chains whose final turn is scored.
+- a final-turn ratio divides by the chains whose final turn is scored;
+- turns scored in ``reference`` mode get the reference's own definitions (spec 4.7-4.9): drift
+  may happen on any turn with a present-day value (one in the gold set included) and
+  ``drift_rate_given_present_*`` divides by those turns; a micro F1's value is computed as
+  2PR/(P+R) from P and R, in that order of float operations, so it prints as the reference's
+  to its 6 decimals (the denominator column and the intervals stay pred + gold's).
 
 A ratio whose denominator is zero is not a measurement: its row is left out, never written as 0
 or null, so ``value`` is never null. ``n_chains`` and ``n_turns`` are also metric rows (counts,
@@ -43,6 +48,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY, MODES
 
 OVERALL = "overall"
 DIMENSIONS = ("family", "length", "followup_pos")
@@ -139,6 +146,7 @@ class _Turns:
     length: np.ndarray
     followup_pos: np.ndarray
     summed: np.ndarray
+    reference: bool
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,7 @@ class _Stratum:
     columns: Mapping[str, int]
     turn_groups: tuple[int, ...]
     chain_level: bool
+    reference: bool
 
     @property
     def n_chains(self) -> int:
@@ -155,19 +164,30 @@ class _Stratum:
 
 
 def compute_metrics(
-    scored: pa.Table, *, bootstrap: int = 1000, seed: int = 0, confidence: float = 0.95
+    scored: pa.Table,
+    *,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    mode: str | None = None,
 ) -> pa.Table:
     """The long metrics table (``METRICS_SCHEMA``) of one (model, setting)'s scored turns.
 
-    ``bootstrap=0`` gives no intervals (null ``ci_low``/``ci_high``). Raises ``ValueError`` on
-    input that breaks the scored-turn contract (see ``_load``)."""
+    ``mode`` is the match mode that scored them; by default the one ``score_turns`` recorded in
+    the table's schema metadata, else ``relaxed``. ``bootstrap=0`` gives no intervals (null
+    ``ci_low``/``ci_high``). Raises ``ValueError`` on input that breaks the scored-turn contract
+    (see ``_load``)."""
+    if mode is None:
+        mode = (scored.schema.metadata or {}).get(MODE_METADATA_KEY, b"relaxed").decode()
+    if mode not in MODES:
+        raise ValueError(f"match mode {mode!r} is not one of {', '.join(MODES)}")
     if bootstrap < 0:
         raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    turns = _load(scored)
+    turns = _load(scored, reference=mode == "reference")
     columns: dict[str, list[Any]] = {field.name: [] for field in METRICS_SCHEMA}
     alpha = 1.0 - confidence
     for stratum in _strata(turns):
@@ -203,14 +223,14 @@ def _sorted_codes(array: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return codes, encoded.dictionary.take(pa.array(order))
 
 
-def _load(table: pa.Table) -> _Turns:
+def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
     """Validate the scored-turn contract and collect the per-row quantities.
 
     Rejected: missing columns or nulls; a duplicate (chain, turn); family or length varying
     within a chain; turn_index outside [0, chain_length); is_final != (turn_index ==
     chain_length - 1); followup_pos < 1; negative counts or tp above pred or gold; drift on a
-    turn that is not drift-eligible or that is correct; a drift-eligible turn without a
-    present-day value; correct@1 without correct@k."""
+    turn that is not drift-eligible (in reference mode: without a present-day value) or that is
+    correct; a drift-eligible turn without a present-day value; correct@1 without correct@k."""
     missing = [name for name in SCORED_COLUMNS if name not in table.column_names]
     if missing:
         raise ValueError(f"scored turns: missing columns {missing}")
@@ -262,7 +282,10 @@ def _load(table: pa.Table) -> _Turns:
     drift1 = flags["drift_at1"] & ok
     driftk = flags["drift_atk"] & ok
     eligible, present = flags["drift_eligible"], flags["present_available"]
-    _fail_where((drift1 | driftk) & ~eligible, chain_ids, "drift without being drift-eligible")
+    if reference:
+        _fail_where((drift1 | driftk) & ~present, chain_ids, "drift without a present value")
+    else:
+        _fail_where((drift1 | driftk) & ~eligible, chain_ids, "drift without being drift-eligible")
     _fail_where((drift1 & ok1) | (driftk & okk), chain_ids, "are both correct and drifted")
     _fail_where(eligible & ~present, chain_ids, "are drift-eligible without a present value")
     _fail_where(ok1 & ~okk, chain_ids, "are correct@1 but not correct@k")
@@ -294,6 +317,7 @@ def _load(table: pa.Table) -> _Turns:
         length=length,
         followup_pos=pos,
         summed=summed,
+        reference=reference,
     )
 
 
@@ -336,7 +360,12 @@ def _stratum(label: str, turns: _Turns, mask: np.ndarray, *, chain_level: bool) 
     if extra:
         sums = np.column_stack([sums, *extra])
     return _Stratum(
-        label=label, sums=sums, columns=columns, turn_groups=groups, chain_level=chain_level
+        label=label,
+        sums=sums,
+        columns=columns,
+        turn_groups=groups,
+        chain_level=chain_level,
+        reference=turns.reference,
     )
 
 
@@ -367,10 +396,21 @@ def _ratios(stratum: _Stratum, s: np.ndarray) -> dict[str, _Ratio]:
         out["final_turn_acc_at1"] = (col("final_ok1"), col("final"))
         out["final_turn_acc_atk"] = (col("final_okk"), col("final"))
     out["present_available_rate"] = (col("present"), nt)
-    out["drift_rate_given_present_at1"] = (col("drift1"), col("eligible"))
-    out["drift_rate_given_present_atk"] = (col("driftk"), col("eligible"))
+    drift_turns = col("present") if stratum.reference else col("eligible")
+    out["drift_rate_given_present_at1"] = (col("drift1"), drift_turns)
+    out["drift_rate_given_present_atk"] = (col("driftk"), drift_turns)
     out["drift_rate_given_error_at1"] = (col("drift1"), nt - col("ok1"))
     return out
+
+
+_F1_COUNTS = {"token_f1_micro_top1": "tok", "char3_f1_micro_top1": "ch"}
+
+
+def _reference_f1(tp: float, pred: float, gold: float) -> float:
+    """The reference's micro F1 (spec 4.7), float operations in its order."""
+    precision = tp / max(1, pred)
+    recall = tp / max(1, gold)
+    return (2 * precision * recall / (precision + recall)) if (precision + recall) else 0.0
 
 
 def _rng(seed: int, stratum: str) -> np.random.Generator:
@@ -433,6 +473,13 @@ def _emit(
         if denominator[0] <= 0:
             continue
         value = float(numerator[0] / denominator[0])
+        if stratum.reference and metric in _F1_COUNTS:
+            value = _reference_f1(
+                *(
+                    float(totals[0, stratum.columns[f"{_F1_COUNTS[metric]}_{part}"]])
+                    for part in ("tp", "pred", "gold")
+                )
+            )
         low = high = None
         if metric in replicates:
             values = _divide(*replicates[metric])
