@@ -84,7 +84,11 @@ def test_the_deployment_instance_keeps_runs_in_postgres(postgres_database, tmp_p
             instance=instance,
             echo=lambda _: None,
         )
-        assert sorted(instance.get_dynamic_partitions("model")) == ["oracle", "present_day"]
+        assert sorted(instance.get_dynamic_partitions("model")) == [
+            "copy_previous",
+            "oracle",
+            "present_day",
+        ]
         [record] = instance.get_run_records()
         assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
         event = instance.get_latest_materialization_event(dg.AssetKey("probe_corpus"))

@@ -25,15 +25,19 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
     home, _ = sample_home
     store = Warehouse(home)
     assert sorted((p["model"], p["setting"]) for p in store.partitions("predictions")) == sorted(
-        (m, s) for m in ("local", "oracle", "present_day") for s in SETTINGS
+        (m, s) for m in ("local", "oracle", "present_day", "copy_previous") for s in SETTINGS
     )
     rows = store.query(
         """SELECT p.model, p.setting, count(*) AS n, count_if(p.scored) AS scored,
                   count_if(p.prediction = t.answer) AS gold,
                   count_if(p.prediction = coalesce(t.present_labels[1], 'I don''t know')) AS present,
+                  count_if(p.prediction = coalesce(prev.answer, '')) AS copied,
+                  count_if(p.prediction = '') AS empty,
                   count_if(p.error IS NOT NULL) AS errors,
                   count_if(p.completion_tokens > 8) AS too_long
            FROM predictions p JOIN turns t USING (chain_id, turn_index)
+           LEFT JOIN turns prev
+               ON prev.chain_id = p.chain_id AND prev.turn_index = p.turn_index - 1
            GROUP BY ALL"""
     ).to_pylist()
     by_key = {(r["model"], r["setting"]): r for r in rows}
@@ -42,7 +46,7 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
                   sum(t.chain_length) FILTER (WHERE s.in_self_conditioned) AS self_turns
            FROM eval_sample s JOIN turns t ON t.chain_id = s.chain_id AND t.turn_index = 0"""
     ).to_pylist()[0]
-    for model in ("local", "oracle", "present_day"):
+    for model in ("local", "oracle", "present_day", "copy_previous"):
         assert by_key[(model, "gold_context")]["n"] == sample["scored"]
         assert by_key[(model, "questions_only")]["n"] == sample["scored"]
         assert by_key[(model, "self_conditioned")]["n"] == sample["self_turns"]
@@ -53,6 +57,12 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
         assert oracle["gold"] == oracle["n"]
         assert present["present"] == present["n"]
         assert by_key[("local", setting)]["too_long"] == 0, "max_new_tokens of the registry"
+    copy = {setting: by_key[("copy_previous", setting)] for setting in SETTINGS}
+    assert copy["gold_context"]["copied"] == copy["gold_context"]["n"]
+    assert copy["gold_context"]["empty"] == 0, "every scored turn has a previous gold"
+    # nothing to copy on the first turn, so nothing later either when conditioned on itself
+    assert copy["questions_only"]["empty"] == copy["questions_only"]["n"]
+    assert copy["self_conditioned"]["empty"] == copy["self_conditioned"]["n"]
     local = store.query(
         "SELECT count(DISTINCT prediction) AS answers FROM predictions WHERE model = 'local'"
     ).to_pylist()[0]
@@ -69,7 +79,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )
-    assert len(results) == 9 and all(r.success for r in results)
+    assert len(results) == 12 and all(r.success for r in results)
     for result in results:
         [event] = result.get_asset_materialization_events()
         metadata = event.materialization.metadata
@@ -77,7 +87,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
             assert metadata["backend_calls"].value == 0
             assert metadata["cache_misses"].value == 0
             assert metadata["cache_hits"].value == metadata["dagster/row_count"].value
-    for model in ("local", "oracle", "present_day"):
+    for model in ("local", "oracle", "present_day", "copy_previous"):
         for setting in SETTINGS:
             original = Warehouse(home).data_path("predictions", model=model, setting=setting)
             again = Warehouse(copy).data_path("predictions", model=model, setting=setting)
@@ -171,7 +181,7 @@ def test_metrics_leaderboard_and_report(sample_home):
         "SELECT * FROM leaderboard WHERE subset = 'eval_sample' ORDER BY model, setting"
     ).to_pylist()
     assert [(r["model"], r["setting"]) for r in board] == sorted(
-        (m, s) for m in ("local", "oracle", "present_day") for s in SETTINGS
+        (m, s) for m in ("local", "oracle", "present_day", "copy_previous") for s in SETTINGS
     )
     out = home / "report"
     markdown = (out / "report.md").read_text()

@@ -112,6 +112,50 @@ def test_the_oracle_answers_every_scored_turn_with_its_gold(setting):
     assert len(everything) == sum(len(c.questions) for c in CHAINS)
 
 
+def test_copy_previous_answers_the_last_assistant_message_of_hand_made_conversations():
+    system = reference("copy_previous")
+    ask = [
+        ChatRequest(messages=(("system", SYSTEM_PROMPT), ("user", "In 2010, who was the UK PM?"))),
+        ChatRequest(
+            messages=(
+                ("system", SYSTEM_PROMPT),
+                ("user", "In 2010, who was the UK PM?"),
+                ("assistant", "Gordon Brown"),
+                ("user", "And in 2019?"),
+                ("assistant", "Theresa May"),
+                ("user", "And in 2023?"),
+            ),
+            gold="Rishi Sunak",
+            present_day="Keir Starmer",
+        ),
+        # the last assistant message, even when the user spoke twice since
+        ChatRequest(
+            messages=(("assistant", "Paris"), ("user", "Where?"), ("user", "And then?")),
+            gold="Lyon",
+        ),
+    ]
+    completions = system.complete(ask, Decoding(k=3))
+    assert [c.candidates for c in completions] == [
+        ("",) * 3,
+        ("Theresa May",) * 3,
+        ("Paris",) * 3,
+    ]
+    assert system.cacheable is False and system.identity() == {"backend": "copy_previous"}
+
+
+def test_copy_previous_copies_the_gold_in_gold_context_and_nothing_otherwise():
+    chat = CachedChat(reference("copy_previous"), None)
+    gold = predict(CHAINS, Setting.GOLD_CONTEXT, chat, Decoding())
+    assert {(p.chain_id, p.turn_index): p.completion.text for p in gold} == {
+        (c.chain_id, t): c.answers[t - 1] for c in CHAINS for t in range(1, len(c.questions))
+    }
+    alone = predict(CHAINS, Setting.QUESTIONS_ONLY, chat, Decoding())
+    assert alone and {p.completion.text for p in alone} == {""}
+    own = predict(CHAINS, Setting.SELF_CONDITIONED, chat, Decoding())
+    assert len(own) == sum(len(c.questions) for c in CHAINS)
+    assert {p.completion.text for p in own} == {""}, "its own first answer is empty"
+
+
 def test_self_conditioned_is_turn_synchronous_and_uses_the_models_own_answers():
     spy = Recording(reference("present_day"))
     predictions = predict(CHAINS, Setting.SELF_CONDITIONED, CachedChat(spy, None), Decoding())

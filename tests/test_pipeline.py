@@ -16,7 +16,7 @@ from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 def test_every_run_and_check_passes(sample_home):
     _, results = sample_home
-    models = ("local", "oracle", "present_day")
+    models = ("local", "oracle", "present_day", "copy_previous")
     partitions = {r.dagster_run.tags.get("dagster/partition") for r in results} - {None}
     assert partitions == {
         *SNAPSHOT_YEARS,
@@ -73,7 +73,7 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
             ), f"{asset} {year} differs between two runs"
     for asset in ("present_day", "turns", "chains", "eval_sample", "paraphrased_subset"):
         assert first.data_path(asset).read_bytes() == second.data_path(asset).read_bytes(), asset
-    for model in ("oracle", "present_day"):
+    for model in ("oracle", "present_day", "copy_previous"):
         for setting in SETTINGS:
             assert (
                 first.data_path("predictions", model=model, setting=setting).read_bytes()

@@ -148,6 +148,34 @@ PERFECT_FOR_THE_ORACLE = (
 ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
 
 
+def _copy_previous_mismatches(
+    store: Warehouse, predictions: str, model: str, setting: Setting
+) -> tuple[int, int]:
+    """(scored predictions, those that are not the copy): gold context must copy the previous
+    turn's gold, recomputed from ``turns``; questions-only shows nothing to copy; self-conditioned
+    copies its own previous prediction (empty on the first turn)."""
+    file = store.data_path(predictions, model=model, setting=setting)
+    path = parquet_source(file)
+    on = "ON prev.chain_id = p.chain_id AND prev.turn_index = p.turn_index - 1"
+    if setting is Setting.GOLD_CONTEXT:
+        previous, join = (
+            "prev.answer",
+            f"LEFT JOIN {parquet_source(store.data_path('turns'))} prev {on}",
+        )
+    elif setting is Setting.SELF_CONDITIONED:
+        if "variant" in pq.read_schema(file).names:
+            on += " AND prev.variant = p.variant"
+        previous, join = "coalesce(prev.prediction, '')", f"LEFT JOIN {path} prev {on}"
+    else:
+        previous, join = "''", ""
+    with store.connect() as connection:
+        n, wrong = connection.execute(
+            f"""SELECT count(*), count_if(p.prediction IS DISTINCT FROM {previous})
+                FROM {path} p {join} WHERE p.scored"""
+        ).fetchone()
+    return int(n), int(wrong or 0)
+
+
 def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinition]:
     variants = (None,) if asset == "metrics" else VARIANTS
 
@@ -156,7 +184,9 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         name="metrics_reference_systems_behave",
         blocking=True,
         description="The oracle scores 1.0 on every accuracy and F1 metric in every stratum and "
-        "never drifts; the present-day system is wrong and drifts on every drift-eligible turn.",
+        "never drifts; the present-day system is wrong and drifts on every drift-eligible turn; "
+        "copy_previous answers the previous turn's gold (gold context), nothing questions-only, "
+        "its own previous answer self-conditioned.",
     )
     def reference_systems_behave(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
@@ -197,6 +227,14 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
                             f"{turns.num_rows} drift-eligible turns, {right} are right and "
                             f"{turns.num_rows - drifted} do not drift"
                         )
+            elif backend == "copy_previous":
+                checked.append(f"{model}/{setting}")
+                n, wrong = _copy_previous_mismatches(store, predictions, model, setting)
+                if wrong:
+                    problems.append(
+                        f"copy_previous {model}/{setting}: {wrong} of {n} scored predictions "
+                        "are not the previous answer of the conversation"
+                    )
         return dg.AssetCheckResult(
             passed=not problems,
             metadata={

@@ -1,5 +1,6 @@
 """Reference systems that prove the metrics end to end: one always right, one always
-answering what is true today. They cost nothing, so they are never cached."""
+answering what is true today, one copying the previous answer (the shortcut a chain must not
+reward). They cost nothing, so they are never cached."""
 
 from __future__ import annotations
 
@@ -41,3 +42,14 @@ class PresentDaySystem(OracleSystem):
 
     def answer(self, request: ChatRequest) -> str:
         return request.present_day or NO_PRESENT_VALUE
+
+
+class CopyPreviousSystem(OracleSystem):
+    """Answers the last assistant message of its context: the previous turn's gold in the
+    gold-context setting, its own previous answer self-conditioned; empty where there is none
+    (the first turn, and every questions-only turn). It measures how far copying gets."""
+
+    def answer(self, request: ChatRequest) -> str:
+        return next(
+            (content for role, content in reversed(request.messages) if role == "assistant"), ""
+        )

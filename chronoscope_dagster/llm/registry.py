@@ -30,6 +30,7 @@ BACKENDS = {
     "gemini": "chronoscope_dagster.llm.remote:GeminiBackend",
     "oracle": "chronoscope_dagster.llm.reference:OracleSystem",
     "present_day": "chronoscope_dagster.llm.reference:PresentDaySystem",
+    "copy_previous": "chronoscope_dagster.llm.reference:CopyPreviousSystem",
 }
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A partition key; matched whole (``fullmatch``: ``$`` would let a final newline in)."""
