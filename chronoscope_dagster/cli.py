@@ -85,14 +85,15 @@ def _parser() -> argparse.ArgumentParser:
         "--per-stratum",
         type=int,
         metavar="N",
-        help="chains per (family, length) stratum in the evaluation sample (default 2: minutes "
-        "for the embedded CPU model; the paper's scale is thousands)",
+        help="chains per family in the evaluation sample, lengths taking turns, no family "
+        "above 20%% of scored turns (default 8: minutes for the embedded CPU model; the "
+        "paper's scale is thousands)",
     )
     run.add_argument(
         "--self-per-stratum",
         type=int,
         metavar="N",
-        help="of those, chains per stratum in the self-conditioned subset (default 1)",
+        help="of those, chains per family in the self-conditioned subset (default 4)",
     )
     run.add_argument(
         "--probe-items-per-type",

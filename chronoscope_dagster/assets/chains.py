@@ -15,6 +15,7 @@ from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write
 from chronoscope_dagster.chains.records import turns_table
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
+    VALIDITY_COLUMNS,
     benchmark_stats_sql,
     eval_sample_sql,
     paper_table2,
@@ -219,8 +220,11 @@ def _scopes_refused(store: Warehouse) -> list[tuple]:
     kinds={"duckdb", "parquet"},
     owners=["team:chronoscope"],
     pool="duckdb_writer",
-    description="The paper's Table 2 recomputed per family (chains, median and max length, mean "
-    "scope shifts, % implicit turns, median span in years), beside the paper's values.",
+    description="Per family and overall: the paper's Table 2 recomputed (chains, median and max "
+    "length, mean scope shifts, % implicit turns, median span in years), beside the paper's "
+    "values, and validity figures: scored turns by answer kind, % of scored implicit turns "
+    "drift-eligible, the copy-previous ceiling (% of scored turns whose gold holds the previous "
+    "turn's answer), % yes of yes/no turns, % modal count of count turns, repeated questions.",
 )
 def benchmark_stats(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
     store = warehouse.warehouse
@@ -234,20 +238,27 @@ def benchmark_stats(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.
     warehouse.refresh_views(duckdb)
     paper = paper_table2()
     header = ["family", *(f"{c} (ours / paper)" for c in STATS_COLUMNS)]
+    shape = len(STATS_COLUMNS) + 1
     table = [
         (
             family,
             *(
                 f"{ours} / {paper.get(family, {}).get(c, '-')}"
-                for c, ours in zip(STATS_COLUMNS, values, strict=True)
+                for c, ours in zip(STATS_COLUMNS, values[: shape - 1], strict=True)
             ),
         )
         for family, *values in rows
     ]
+    validity = [(row[0], *row[shape:]) for row in rows]
+    overall = dict(zip(VALIDITY_COLUMNS, rows[-1][shape:], strict=True)) if rows else {}
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": len(rows),
             "table2": dg.MetadataValue.md(markdown_table(header, table)),
+            "validity": dg.MetadataValue.md(
+                markdown_table(["family", *VALIDITY_COLUMNS], validity)
+            ),
+            **{f"overall_{name}": value for name, value in overall.items() if value is not None},
         }
     )
 
@@ -256,11 +267,18 @@ class SampleConfig(dg.Config):
     """The default is small enough for the embedded CPU model to answer every setting in a few
     minutes on 2 cores; raise it (`chronoscope run --per-stratum N`) for real models."""
 
-    per_stratum: int = Field(default=2, ge=1, description="Chains per (family, length) stratum.")
+    per_stratum: int = Field(
+        default=8,
+        ge=1,
+        description="Chains per family (the stratum is the family; lengths take turns within "
+        "it). A family whose chains are long gets fewer, so that no family supplies more than "
+        "20% of the scored turns.",
+    )
     self_conditioned_per_stratum: int = Field(
-        default=1,
+        default=4,
         ge=0,
-        description="Of those, chains per stratum in the self-conditioned subset.",
+        description="Of those, chains per family in the self-conditioned subset (the first of "
+        "each family's choice, under the same 20% rule).",
     )
     seed: int = Field(default=42)
 
@@ -271,8 +289,10 @@ class SampleConfig(dg.Config):
     kinds={"duckdb", "parquet"},
     owners=["team:chronoscope"],
     pool="duckdb_writer",
-    description="The evaluation sample: up to N chains per (family, length) stratum, chosen by a "
-    "seeded hash of the chain id; the self-conditioned subset is stratified the same way.",
+    description="The evaluation sample: up to N chains per family, lengths taking turns within "
+    "the family, chosen by a seeded hash of the chain id; no family supplies more than 20% of "
+    "the scored turns (where five or more families have any); the self-conditioned subset is "
+    "chosen the same way.",
 )
 def eval_sample(
     config: SampleConfig, warehouse: WarehouseResource, duckdb: DuckDBResource
@@ -287,15 +307,41 @@ def eval_sample(
     with store.connect() as connection:
         with store.writing("eval_sample") as path:
             rows = write_query(connection, sql, path)
+        sample = parquet_source(store.data_path("eval_sample"))
+        families = connection.execute(
+            f"""SELECT family, count(*), sum(scored_turns),
+                       round(100.0 * sum(scored_turns) / sum(sum(scored_turns)) OVER (), 1),
+                       count_if(in_self_conditioned),
+                       coalesce(sum(scored_turns) FILTER (WHERE in_self_conditioned), 0),
+                       round(100.0 * coalesce(sum(scored_turns) FILTER (WHERE in_self_conditioned), 0)
+                             / sum(sum(scored_turns) FILTER (WHERE in_self_conditioned)) OVER (), 1)
+                FROM {sample} GROUP BY family ORDER BY family"""
+        ).fetchall()
         strata = connection.execute(
             f"""SELECT family, length, count(*), count_if(in_self_conditioned)
-                FROM ({sql}) GROUP BY ALL ORDER BY ALL"""
+                FROM {sample} GROUP BY ALL ORDER BY ALL"""
         ).fetchall()
     warehouse.refresh_views(duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": rows,
             "self_conditioned": sum(s[3] for s in strata),
+            "scored_turns": sum(int(f[2] or 0) for f in families),
+            "self_conditioned_scored_turns": sum(int(f[5] or 0) for f in families),
+            "by_family": dg.MetadataValue.md(
+                markdown_table(
+                    [
+                        "family",
+                        "chains",
+                        "scored turns",
+                        "%",
+                        "self-conditioned chains",
+                        "their scored turns",
+                        "%",
+                    ],
+                    families,
+                )
+            ),
             "strata": dg.MetadataValue.md(
                 markdown_table(["family", "length", "chains", "self-conditioned"], strata)
             ),

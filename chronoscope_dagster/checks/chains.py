@@ -11,6 +11,7 @@ from chronoscope_dagster.chains.audit import (
 )
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.records import turns_table
+from chronoscope_dagster.chains.stats import repeated_questions_sql
 from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.checks.expectations import (
     GE_SAMPLE_ROWS,
@@ -45,6 +46,31 @@ def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
             "explicit_turns_without_their_year": missing_year,
             "implicit_turns_with_a_year": implicit_with_year,
             "first_turns_implicit": first_implicit,
+        },
+    )
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=False,
+    description="No question repeats within a chain (case and outer spaces aside); a warning "
+    "until the families guarantee it (issue 15 makes it blocking).",
+)
+def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        repeated = connection.execute(repeated_questions_sql("turns")).fetchall()
+    by_family: dict[str, int] = {}
+    for family, *_ in repeated:
+        by_family[family] = by_family.get(family, 0) + 1
+    return dg.AssetCheckResult(
+        passed=not repeated,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "repeated_questions": len(repeated),
+            "by_family": dg.MetadataValue.json(by_family),
+            "examples": dg.MetadataValue.json(
+                [{"chain_id": c, "turn_index": i, "question": q} for _, c, i, q in repeated[:10]]
+            ),
         },
     )
 
