@@ -291,7 +291,9 @@ def metrics_of(
     """The long metrics table of one (model, setting) with its partition keys as columns, and
     the number of scored turns behind it."""
     scored = scored_turns(store, model, setting, config.match_mode, asset, variant)
-    table = compute_metrics(scored, bootstrap=config.bootstrap, seed=config.seed)
+    table = compute_metrics(
+        scored, bootstrap=config.bootstrap, seed=config.seed, mode=config.match_mode
+    )
     keys = {"model": model, "setting": setting, **({} if variant is None else {"variant": variant})}
     for position, (name, value) in enumerate(keys.items()):
         table = table.add_column(position, name, pa.array([value] * table.num_rows, pa.string()))
