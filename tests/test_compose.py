@@ -250,6 +250,13 @@ def _terminate_probe_runs(stack: Stack, model: str) -> None:
 
 @pytest.mark.timeout(3600)
 def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) -> None:
+    unset = {k: v for k, v in stack.env.items() if k != "DAGSTER_POSTGRES_PASSWORD"}
+    refused = _run(
+        "docker", "compose", *(a for f in stack.files for a in ("-f", f)), "config", "-q",
+        cwd=ROOT, env=unset,
+    )  # fmt: skip
+    assert refused.returncode != 0 and "DAGSTER_POSTGRES_PASSWORD" in refused.stderr, refused
+
     timings: dict[str, float] = {}
     started = time.monotonic()
     stack.up()
