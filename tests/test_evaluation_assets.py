@@ -160,7 +160,7 @@ def test_run_refuses_an_invalid_registry_before_any_work(tmp_path, capsys):
     registry.write_text("models:\n  - {name: m, backend: local, model: x, options: {threads: 0}}\n")
     assert main(["run", "--home", str(tmp_path / "h"), "--models", str(registry)]) == 2
     error = capsys.readouterr().err
-    assert "model #1 (m): field `options.threads`" in error
+    assert "model #1 ('m'): field `options.threads`" in error
     assert not (tmp_path / "h" / "claims").exists()
 
 

@@ -100,7 +100,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
     ).to_pylist()
     assert {(p["model"], p["setting"], p["variant"]) for p in predictions} == {
         (m, s, v)
-        for m in ("local", "oracle", "present_day")
+        for m in ("local", "oracle", "present_day", "copy_previous")
         for s in SETTINGS
         for v in ("original", "paraphrased")
     }

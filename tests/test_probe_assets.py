@@ -17,7 +17,7 @@ def test_probe_runs_every_model_and_reports(sample_home):
            FROM probe_runs GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
     by_key = {(r["model"], r["arm"]): r for r in rows}
-    assert {model for model, _ in by_key} == {"local", "oracle", "present_day"}
+    assert {model for model, _ in by_key} == {"local", "oracle", "present_day", "copy_previous"}
     assert {arm for _, arm in by_key} == {"control", "probe", "oracle", "floor"}
     assert all(r["n"] == 3 for r in rows), "one item of each of the three types"
     assert by_key[("oracle", "control")]["correct"] == 3
