@@ -98,11 +98,9 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         """SELECT model, setting, variant, count(DISTINCT chain_id) AS chains, count(*) AS n
            FROM paraphrase_predictions GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
+    models = ("local", "oracle", "present_day", "copy_previous")
     assert {(p["model"], p["setting"], p["variant"]) for p in predictions} == {
-        (m, s, v)
-        for m in ("local", "oracle", "present_day", "copy_previous")
-        for s in SETTINGS
-        for v in ("original", "paraphrased")
+        (m, s, v) for m in models for s in SETTINGS for v in ("original", "paraphrased")
     }
     assert all(p["chains"] == 3 for p in predictions), "every kept chain in every setting"
 
@@ -121,7 +119,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         """SELECT model, setting, variant, acc_at1, drift_rate_given_present_at1, n_chains
            FROM leaderboard WHERE subset = 'paraphrased_subset' ORDER BY ALL"""
     ).to_pylist()
-    assert len(board) == 3 * 3 * 2 and all(r["n_chains"] == 3 for r in board)
+    assert len(board) == len(models) * len(SETTINGS) * 2 and all(r["n_chains"] == 3 for r in board)
     for row in board:
         if row["model"] == "oracle":
             assert row["acc_at1"] == 1.0
