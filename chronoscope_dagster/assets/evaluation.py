@@ -73,6 +73,8 @@ class ProgressLog:
         self.started = self.last = time.perf_counter()
 
     def __call__(self, count: int) -> None:
+        if self.total == 0:
+            return
         self.done += count
         now = time.perf_counter()
         finished = self.total is not None and self.done >= self.total
