@@ -9,29 +9,19 @@ the caller: ``turns`` (merged, with ``snapshot_year``), ``fact_intervals`` and
 from __future__ import annotations
 
 from chronoscope_dagster.chains.evidence import MAX_GAP_DAYS
-
-
-def _first_day(date: str, precision: str) -> str:
-    return f"""CASE WHEN {precision} >= 10 THEN date_trunc('month', {date})::DATE
-        ELSE make_date(CAST(greatest(floor(year({date}) / pow(10, greatest(9 - {precision}, 0)))
-                                     * pow(10, greatest(9 - {precision}, 0)), 1) AS BIGINT), 1, 1)
-        END"""
+from chronoscope_dagster.truth.intervals import span_end_sql, span_start_sql
 
 
 def lifespan_sql(lifespans: str) -> str:
     """Per (snapshot_year, qid): the first and last day the subject may have existed."""
-    day_start = f"CASE WHEN precision >= 11 THEN date ELSE {_first_day('date', 'precision')} END"
-    day_end = f"""CASE WHEN precision >= 11 THEN date
-        WHEN precision = 10 THEN last_day(date)
-        ELSE make_date(CAST(least(year({_first_day("date", "precision")})
-                                  + pow(10, greatest(9 - precision, 0)) - 1, 9999) AS BIGINT),
-                       12, 31) END"""
     return f"""
     SELECT snapshot_year, qid,
-           coalesce(min({day_start}) FILTER (WHERE bound = 'start'), '-infinity'::DATE)
-               AS life_start,
-           coalesce(max({day_end}) FILTER (WHERE bound = 'end'), 'infinity'::DATE) AS life_end
-    FROM {lifespans} GROUP BY ALL"""
+           coalesce(min({span_start_sql("life")}) FILTER (WHERE bound = 'start'),
+                    '-infinity'::DATE) AS life_start,
+           coalesce(max({span_end_sql("life")}) FILTER (WHERE bound = 'end'),
+                    'infinity'::DATE) AS life_end
+    FROM (SELECT *, date AS life_date, precision AS life_precision FROM {lifespans})
+    GROUP BY ALL"""
 
 
 def existence_sql(intervals: str, lifespans: str) -> str:

@@ -261,9 +261,11 @@ class SnapshotFacts:
         span = anchor_span(anchor, self.snapshot_year)
         outside = self.existence(subject).outside(span)
         if outside is not None:
-            timeless = self.timeless_values.get((subject, pid), set())
-            if anchor is None or None in by_anchor:
-                timeless = set(gold.qids)
+            timeless = (
+                set(gold.qids)
+                if None in by_anchor
+                else self.timeless_values.get((subject, pid), set())
+            )
             kept = tuple(qid for qid in gold.qids if qid not in timeless)
             if not kept:
                 self._drop(subject, pid, anchor, outside)

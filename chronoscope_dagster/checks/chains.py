@@ -18,6 +18,7 @@ from chronoscope_dagster.checks.expectations import (
     suite_check_result,
     suite_per_snapshot,
 )
+from chronoscope_dagster.checks.partitions import sql_list
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -104,7 +105,6 @@ def turns_gold_valid_at_scope(warehouse: WarehouseResource) -> dg.AssetCheckResu
 )
 def turns_golds_decided_by_facts(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     functional = sorted(default_catalog().functional_pids)
-    pids = ", ".join(f"'{pid}'" for pid in functional)
     with warehouse.warehouse.connect(views=True) as connection:
         uncovered = connection.execute(
             f"""SELECT t.chain_id, t.turn_index, t.question, u.longest_gap
@@ -117,7 +117,8 @@ def turns_golds_decided_by_facts(warehouse: WarehouseResource) -> dg.AssetCheckR
                 JOIN turns t USING (chain_id, turn_index) ORDER BY ALL"""
         ).fetchall()
         open_counts, checked = connection.execute(
-            f"""SELECT count_if(answer_kind = 'count' AND pid NOT IN ({pids})), count(*)
+            f"""SELECT count_if(answer_kind = 'count' AND pid NOT IN ({sql_list(functional)})),
+                       count(*)
                 FROM turns"""
         ).fetchone()
     return dg.AssetCheckResult(

@@ -39,7 +39,8 @@ import duckdb
 INTERVAL_DROPS = ("self_loop", "deprecated", "end_before_start")
 
 
-def _span_start(column: str) -> str:
+def span_start_sql(column: str) -> str:
+    """The first day of ``{column}_date`` at ``{column}_precision``."""
     date, precision = f"{column}_date", f"{column}_precision"
     return f"""CASE
         WHEN {date} IS NULL THEN NULL
@@ -50,7 +51,8 @@ def _span_start(column: str) -> str:
     END"""
 
 
-def _span_end(column: str) -> str:
+def span_end_sql(column: str) -> str:
+    """The last day of ``{column}_date`` at ``{column}_precision``."""
     date, precision = f"{column}_date", f"{column}_precision"
     return f"""CASE
         WHEN {date} IS NULL THEN NULL
@@ -70,7 +72,7 @@ def _exclusive_end() -> str:
         WHEN end_date IS NULL THEN NULL
         WHEN end_precision >= 11 AND start_precision >= 11 AND end_date = start_date THEN end_date
         WHEN end_precision >= 11 THEN CAST(end_date - INTERVAL 1 DAY AS DATE)
-        ELSE {_span_end("end")}
+        ELSE {span_end_sql("end")}
     END"""
 
 
@@ -93,12 +95,12 @@ def intervals_sql(claims: str) -> str:
     return f"""
     WITH spans AS (
         SELECT subject_qid, pid, value_qid, rank, statement_id, end_unknown,
-               {_span_start("start")} AS start_from,
-               {_span_end("start")} AS start_until,
+               {span_start_sql("start")} AS start_from,
+               {span_end_sql("start")} AS start_until,
                {_exclusive_end()} AS end_until,
                {_end_precision_name()} AS end_precision_name,
-               {_span_start("point_in_time")} AS point_from,
-               {_span_end("point_in_time")} AS point_until,
+               {span_start_sql("point_in_time")} AS point_from,
+               {span_end_sql("point_in_time")} AS point_until,
                start_date IS NOT NULL OR end_date IS NOT NULL AS has_bounds,
                point_in_time_date IS NOT NULL AS has_point
         FROM {claims}
