@@ -183,9 +183,22 @@ def test_metrics_leaderboard_and_report(sample_home):
     assert [(r["model"], r["setting"]) for r in board] == sorted(
         (m, s) for m in ("local", "oracle", "present_day", "copy_previous") for s in SETTINGS
     )
+    comparisons = pq.read_table(home / "leaderboard" / "comparisons.parquet").to_pylist()
+    assert {(r["setting"], r["model"], r["baseline"]) for r in comparisons} == {
+        (s, m, "local") for m in ("oracle", "present_day", "copy_previous") for s in SETTINGS
+    }, "the first registry entry is the baseline"
+    for row in comparisons:
+        local = overall[("local", row["setting"], row["metric"])]
+        assert row["value_b"] == local["value"]
+        assert row["difference"] == row["value_a"] - local["value"]
+        assert row["ci_low"] <= row["difference"] <= row["ci_high"]
+        assert row["chains_left_out_a"] == row["chains_left_out_b"] == 0
     out = home / "report"
     markdown = (out / "report.md").read_text()
     assert "| oracle | 1.000 |" in markdown
+    assert "## Paired comparisons" in markdown
+    assert "| Gold context | oracle vs local | Acc@1 | 1.000 |" in markdown
+    assert "<h2>Paired comparisons" in (out / "report.html").read_text()
     for name in ("final_by_length", "drift_by_followup", "accuracy_by_family", "models_with_ci"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
         assert f"{name}.png" in markdown

@@ -11,9 +11,15 @@ from typing import Literal
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from chronoscope_dagster.evaluation.comparison import (
+    COMPARISONS_SCHEMA,
+    compare_models,
+    comparison_order,
+)
 from chronoscope_dagster.evaluation.inference import (
     EvalChain,
     Prediction,
@@ -26,6 +32,7 @@ from chronoscope_dagster.evaluation.metrics import compute_metrics, reference_re
 from chronoscope_dagster.evaluation.prompts import SETTINGS, Setting
 from chronoscope_dagster.evaluation.report import (
     HEADLINE,
+    comparisons_markdown,
     leaderboard_table,
     markdown_tables,
     render_html,
@@ -370,6 +377,64 @@ def all_metrics(store: Warehouse, asset: str = "metrics") -> pa.Table | None:
         return connection.sql(f"SELECT * FROM ({view}) ORDER BY ALL").to_arrow_table()
 
 
+COMPARISONS_FILE = "comparisons.parquet"
+"""Beside the leaderboard's data: every model against the baseline (``COMPARISONS_SCHEMA``)."""
+
+
+class LeaderboardConfig(dg.Config):
+    baseline: str | None = Field(
+        default=None,
+        description="Model every other one is compared with ('A vs B'); default the first "
+        "registry entry that has metrics.",
+    )
+    bootstrap: int = Field(
+        default=1000, ge=0, description="Paired bootstrap resamples of chains per comparison."
+    )
+    seed: int = Field(default=0, ge=0, description="Seed of the paired bootstrap.")
+
+
+def model_comparisons(
+    store: Warehouse, order: list[str], config: LeaderboardConfig
+) -> tuple[pa.Table, list[str]]:
+    """Every model of ``order`` against its first, in each setting both have metrics of, and
+    the pairs left uncompared because their metrics used different match modes."""
+    baseline, *others = order
+    modes = {
+        (p["model"], p["setting"]): store.read_report("metrics", **p)["match_mode"]
+        for p in store.partitions("metrics")
+    }
+    tables, uncompared = [], []
+    for setting in SETTINGS:
+        mode = modes.get((baseline, setting))
+        if mode is None:
+            continue
+        base = None
+        for model in others:
+            other_mode = modes.get((model, setting))
+            if other_mode is None:
+                continue
+            if other_mode != mode:
+                uncompared.append(
+                    f"{model} vs {baseline} ({setting}): match modes {other_mode}, {mode}"
+                )
+                continue
+            if base is None:
+                base = scored_turns(store, baseline, setting, mode)
+            table = compare_models(
+                scored_turns(store, model, setting, mode),
+                base,
+                bootstrap=config.bootstrap,
+                seed=config.seed,
+                mode=mode,
+            )
+            for position, (name, value) in enumerate(
+                (("setting", setting), ("model", model), ("baseline", baseline))
+            ):
+                table = table.add_column(position, name, pa.array([value] * table.num_rows))
+            tables.append(table.cast(COMPARISONS_SCHEMA))
+    return pa.concat_tables([COMPARISONS_SCHEMA.empty_table(), *tables]), uncompared
+
+
 @dg.asset(
     deps=["metrics", "paraphrase_metrics"],
     group_name="evaluation",
@@ -379,26 +444,48 @@ def all_metrics(store: Warehouse, asset: str = "metrics") -> pa.Table | None:
     description="Every model partition side by side: one row per (subset, model, setting, "
     "variant) with Acc@1, Final@1, Chain@1 and Drift@1 and their intervals, for the "
     "evaluation sample and for the paraphrased subset as templated and as paraphrased; the "
-    "paper's Tables 3, 4, 5, 8 and 9 as Markdown in the metadata.",
+    "paper's Tables 3, 4, 5, 8 and 9 as Markdown in the metadata; each model against the "
+    "baseline ('A vs B': differences with paired bootstrap intervals and p-values) in "
+    "comparisons.parquet beside it and in the metadata.",
 )
-def leaderboard(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
+def leaderboard(
+    config: LeaderboardConfig,
+    warehouse: WarehouseResource,
+    duckdb: DuckDBResource,
+    models: ModelRegistry,
+) -> dg.MaterializeResult:
     store = warehouse.warehouse
     every = all_metrics(store)
     if every is None:
         raise dg.Failure("no metrics partition is materialized yet")
+    try:
+        order = comparison_order(
+            every.column("model").to_pylist(),
+            [spec.name for spec in models.specs()],
+            config.baseline,
+        )
+    except ValueError as error:
+        raise dg.Failure(str(error)) from error
+    comparisons, uncompared = model_comparisons(store, order, config)
     paraphrase = all_metrics(store, "paraphrase_metrics")
     tables = [leaderboard_table(every)]
     markdown = markdown_tables(every)
     if paraphrase is not None and paraphrase.num_rows:
         tables.append(leaderboard_table(paraphrase, subset="paraphrased_subset"))
         markdown["table5"] = table5(paraphrase)
+    if comparisons.num_rows:
+        markdown["comparisons"] = comparisons_markdown(comparisons)
     table = pa.concat_tables(tables)
     store.write_table("leaderboard", table)
+    with store.writing("leaderboard", COMPARISONS_FILE) as path:
+        pq.write_table(comparisons, path, compression="zstd")
     warehouse.refresh_views(duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,
             "models": sorted(set(table.column("model").to_pylist())),
+            "baseline": order[0],
+            "uncompared": dg.MetadataValue.json(uncompared),
             **{name: dg.MetadataValue.md(text) for name, text in markdown.items()},
         }
     )
@@ -439,7 +526,9 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
             f"{kept['kept_chains']} of {kept['chains']} chains kept "
             f"(paraphraser {kept['paraphraser']})"
         )
-    markdown = render_markdown(every, plots, provenance, paraphrase)
+    comparisons_path = store.partition_dir("leaderboard") / COMPARISONS_FILE
+    comparisons = pq.read_table(comparisons_path) if comparisons_path.exists() else None
+    markdown = render_markdown(every, plots, provenance, paraphrase, comparisons)
     (staging / "report.md").write_text(markdown, encoding="utf-8")
     (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")
     results = staging / "results"

@@ -202,6 +202,40 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
     }
 
 
+def comparisons_markdown(comparisons: pa.Table) -> str:
+    """'A vs B' (``COMPARISONS_SCHEMA`` rows): per setting and model, each headline metric of
+    A and of the baseline B, A - B with its paired 95% bootstrap interval, the p-value and the
+    chains compared (and those of A and of B left out)."""
+    return markdown_table(
+        ["setting", "A vs B", "metric", "A", "B", "A - B [95% CI]", "p", "chains", "left out A/B"],
+        [
+            [
+                SETTING_LABELS.get(row["setting"], row["setting"]),
+                f"{row['model']} vs {row['baseline']}",
+                HEADLINE[row["metric"]],
+                f"{row['value_a']:.3f}",
+                f"{row['value_b']:.3f}",
+                f"{row['difference']:+.3f}"
+                + (
+                    ""
+                    if row["ci_low"] is None
+                    else f" [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]"
+                ),
+                _p_value(row["p_value"]),
+                row["n_chains"],
+                f"{row['chains_left_out_a']}/{row['chains_left_out_b']}",
+            ]
+            for row in comparisons.to_pylist()
+        ],
+    )
+
+
+def _p_value(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
 def write_plots(metrics: pa.Table, out_dir: Path) -> list[Path]:
     import matplotlib
 
@@ -319,12 +353,17 @@ def render_markdown(
     plots: Sequence[Path],
     provenance: dict[str, str],
     paraphrase_metrics: pa.Table | None = None,
+    comparisons: pa.Table | None = None,
 ) -> str:
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
     lines += ["", "## Main results (Table 3 layout; 95% bootstrap CIs in `leaderboard`)", ""]
-    lines += [tables["table3"], "", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
+    lines += [tables["table3"]]
+    if comparisons is not None and comparisons.num_rows:
+        lines += ["", "## Paired comparisons (A vs B; chains resampled for both)", ""]
+        lines += [comparisons_markdown(comparisons)]
+    lines += ["", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
     if paraphrase_metrics is not None and paraphrase_metrics.num_rows:
         lines += ["", "## Templated vs paraphrased questions (Table 5)", ""]
         lines += [table5(paraphrase_metrics)]
