@@ -67,10 +67,11 @@ def facts_from_rows(
     *,
     intervals: pa.Table | None = None,
     lifespans: dict[str, tuple[str | None, str | None]] | None = None,
+    present: dict[tuple[str, str], list[str]] | None = None,
 ) -> SnapshotFacts:
     """Facts from (anchor, subject, pid, values) truth rows (the first value canonical) and
     labels given as ``{qid: label}`` or ``{qid: (label, description)}``; the intervals say
-    what the rows say unless given."""
+    what the rows say unless given; ``present``: today's values by (subject, pid)."""
     rows = list(rows)
     anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
     truth = pa.table(
@@ -91,10 +92,18 @@ def facts_from_rows(
             "aliases": pa.array([[] for _ in names], pa.list_(pa.string())),
         }
     )
+    present_day = pa.table(
+        {
+            "subject_qid": [subject for subject, _ in present or {}],
+            "pid": [pid for _, pid in present or {}],
+            "value_qids": pa.array(list((present or {}).values()), pa.list_(pa.string())),
+        }
+    )
     return SnapshotFacts(
         2025,
         truth,
         labels,
+        present_day,
         intervals=intervals if intervals is not None else intervals_of_rows(rows),
         lifespan_rows=lifespans_table(lifespans or {}),
     )

@@ -9,7 +9,9 @@ from chronoscope_dagster.chains.stats import (
     OVERALL,
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
+    balance_misses,
     benchmark_stats_sql,
+    missing_defining_kind_sql,
     repeated_questions_sql,
 )
 
@@ -92,3 +94,30 @@ def test_validity_figures_per_family_and_overall():
     assert overall["scored_entity"] + overall["scored_yes_no"] + overall["scored_count"] == 7
     assert overall["copy_previous_ceiling_pct"] == round(100 * 3 / 7, 1)
     assert overall["yes_pct"] == 75.0 and overall["repeated_questions"] == 1
+
+
+def test_balance_targets_name_each_figure_outside_its_range():
+    stats = _stats()
+    misses = balance_misses(list(stats.values()))
+    assert misses == [
+        "count: modal_count_pct 66.7 outside [None, 50.0]",
+        "span: yes_pct 75.0 outside [35.0, 65.0]",
+        "overall: drift_eligible_implicit_pct 50.0 outside [70.0, None]",
+        "overall: copy_previous_ceiling_pct 42.9 outside [None, 25.0]",
+    ]
+    balanced = {**stats["span"], "yes_pct": 50.0}
+    assert balance_misses([balanced]) == []
+
+
+def test_a_family_without_a_scored_turn_of_its_kind_is_found():
+    turns = pa.Table.from_pylist(  # noqa: F841  (read by DuckDB by name)
+        [
+            {"family": "distinct_count", "answer_kind": "count", "turn_index": 0},
+            {"family": "distinct_count", "answer_kind": "entity", "turn_index": 1},
+            {"family": "interval_change", "answer_kind": "yes_no", "turn_index": 3},
+            {"family": "carryover", "answer_kind": "entity", "turn_index": 1},
+        ]
+    )
+    families = ("carryover", "distinct_count", "interval_change", "scope_switch")
+    found = duckdb.connect().execute(missing_defining_kind_sql("turns", families)).fetchall()
+    assert found == [("distinct_count", "count"), ("scope_switch", "entity")]

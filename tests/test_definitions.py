@@ -51,6 +51,8 @@ EXPECTED_CHECKS = {
     ("present_day", "present_day_consistent"),
     ("turns", "turns_state_their_time"),
     ("turns", "turns_no_repeated_questions"),
+    ("turns", "turns_families_score_their_kind"),
+    ("benchmark_stats", "benchmark_stats_balanced"),
     ("turns", "turns_gold_valid_at_scope"),
     ("turns", "turns_golds_decided_by_facts"),
     ("turns", "turns_expectations"),
@@ -67,7 +69,7 @@ EXPECTED_CHECKS = {
     ("paraphrase_metrics", "metrics_in_range_and_consistent"),
     ("probe_corpus", "probe_corpus_valid"),
 }
-NON_BLOCKING_CHECKS = {"predictions_without_errors", "turns_no_repeated_questions"}
+NON_BLOCKING_CHECKS = {"predictions_without_errors", "benchmark_stats_balanced"}
 
 
 def _partitions_name(partitions: dg.PartitionsDefinition | None) -> str | None:

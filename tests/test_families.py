@@ -18,23 +18,61 @@ def test_generation_is_deterministic_and_follows_the_seed(sample_facts, family):
 
 
 SPAN_FAMILIES = ("distinct_count", "interval_change", "interval_reasoning")
+DEFINING_KIND = {
+    "distinct_count": "count",
+    "interval_change": "yes_no",
+    "interval_reasoning": "yes_no",
+}
+
+
+@pytest.fixture(scope="module")
+def all_chains(sample_facts):
+    templates = default_templates()
+    return {
+        family: list(family_module(family).generate(sample_facts, templates, 0))
+        for family in FAMILIES
+    }
 
 
 @pytest.mark.parametrize("family", SPAN_FAMILIES)
-def test_span_questions_state_their_years_and_turn_two_is_the_truth_at_the_end(
-    sample_facts, family
+def test_span_questions_state_their_years_and_name_the_subject_first(
+    sample_facts, all_chains, family
 ):
-    chains = list(family_module(family).generate(sample_facts, default_templates(), 0))
-    for chain in chains:
-        first, second = chain.turns
-        assert 1950 <= first.scope_year < first.scope_end_year <= 2025
-        assert 2 <= first.scope_end_year - first.scope_year + 1 <= 10
-        name = sample_facts.subject_name(first.subject_qid)
-        assert name is not None and first.subject_label == name and name in first.question
-        assert str(first.scope_year) in first.question
-        assert str(first.scope_end_year) in first.question
-        y2 = first.scope_end_year
-        assert second.scope_anchor == str(y2) and str(y2) in second.question
-        assert name not in second.question
-        assert second.gold_qids == sample_facts.year_golds(second.subject_qid, second.pid)[y2].qids
+    for chain in all_chains[family]:
+        spans = [turn for turn in chain.turns if turn.answer_kind != "entity"]
+        assert spans and all(turn.is_explicit for turn in spans)
+        for turn in spans:
+            assert 1950 <= turn.scope_year < turn.scope_end_year <= 2025
+            assert 2 <= turn.scope_end_year - turn.scope_year + 1 <= 10
+            assert str(turn.scope_year) in turn.question
+            assert str(turn.scope_end_year) in turn.question
+        name = sample_facts.subject_name(chain.turns[0].subject_qid)
+        assert name is not None and name in chain.turns[0].question
         assert all(turn.question.endswith("?") for turn in chain.turns)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_chain_scores_its_defining_kind_repeats_no_question_and_tests_its_scope(
+    sample_facts, all_chains, family
+):
+    chains = all_chains[family]
+    assert chains, f"{family} is empty on the sample"
+    for chain in chains:
+        scored = chain.turns[1:]
+        assert DEFINING_KIND.get(family, "entity") in {turn.answer_kind for turn in scored}
+        assert len({turn.question.casefold() for turn in chain.turns}) == chain.length
+        assert any(
+            turn.is_explicit
+            or sample_facts.scope_sensitive(turn.subject_qid, turn.pid, turn.scope_anchor)
+            for turn in scored
+        )
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_pronoun_fits_what_the_subject_is(sample_facts, all_chains, family):
+    templates = default_templates()
+    for chain in all_chains[family]:
+        for turn in chain.turns:
+            person = sample_facts.is_person(turn.subject_qid)
+            if person is not None:
+                assert person == (templates.properties[turn.pid].subject_kind == "person")

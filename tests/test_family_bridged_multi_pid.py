@@ -1,4 +1,5 @@
-"""Bridged multi-pid: a property of the previous answer at the first turn's year, joined by QID."""
+"""Bridged multi-pid: properties of the previous answers, or of the subject again, at the first
+turn's year, joined by QID."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ LABELS = {
     "Q5": ("Dan", None),
     "Q8": ("Carol", None),
     "Q9": ("Anvil Party", None),
+    "Q10": ("mayor of Anvilton", None),
+    "Q11": ("governor of Anvilshire", None),
 }
 
 
@@ -30,73 +33,79 @@ def chains(sample_facts):
     return list(bridged_multi_pid.generate(sample_facts, default_templates(), 7))
 
 
+PRESENT = {("Q2", "P169"): ["Q5"], ("Q1", "P39"): ["Q11"]}
+
+
 def small_facts(rows: list[tuple[str, str, int, list[str]]]) -> SnapshotFacts:
-    return facts_from_rows([(str(y), s, p, v) for s, p, y, v in rows], LABELS)
+    return facts_from_rows([(str(y), s, p, v) for s, p, y, v in rows], LABELS, present=PRESENT)
 
 
-def test_each_hop_asks_about_the_single_previous_answer_at_the_same_year(chains, sample_facts):
-    assert len(chains) >= 100
-    assert set(Counter(chain.length for chain in chains)) == {2, 3}
+def test_each_turn_asks_about_the_single_previous_answer_or_the_subject_at_one_year(
+    chains, sample_facts
+):
+    assert chains
+    assert {chain.length for chain in chains} == {4}
     for chain in chains:
-        first, *hops = chain.turns
+        first, *later = chain.turns
         year = first.scope_year
         assert chain.family == "bridged_multi_pid" and chain.anchor == str(year)
         assert first.is_explicit and str(year) in first.question
         assert first.subject_label in first.question and 1950 <= year <= 2025
         truth = sample_facts.year_golds(first.subject_qid, first.pid)[year]
         assert first.gold_qids == truth.qids == (truth.canonical,)
-        entities = [first.subject_qid]
-        names = [first.subject_label]
-        for previous, turn in zip(chain.turns, hops, strict=False):
-            assert previous.gold_qids == (turn.subject_qid,)
-            assert turn.pid in BRIDGES[previous.pid] and not turn.is_explicit
-            assert turn.scope_anchor in (str(year), None)
-            gold = sample_facts.gold(turn.subject_qid, turn.pid, str(year))
-            assert turn.gold_qids == gold.qids and turn.canonical_qid == gold.canonical
+        asked_of_subject = {first.pid}
+        for previous, turn in zip(chain.turns, later, strict=False):
+            assert not turn.is_explicit and turn.scope_anchor in (str(year), None)
             assert (turn.scope_anchor is None) == sample_facts.is_timeless(
                 turn.subject_qid, turn.pid
             )
-            entities.append(turn.subject_qid)
-            names.append(turn.subject_label)
-            assert not set(entities) & set(turn.gold_qids)
-            assert not DIGIT.search(turn.question)
-            assert not any(name in turn.question for name in names)
+            if turn.subject_qid == first.subject_qid:
+                assert turn.pid not in asked_of_subject and first.subject_label in turn.question
+                asked_of_subject.add(turn.pid)
+            else:
+                assert previous.gold_qids == (turn.subject_qid,) and not DIGIT.search(turn.question)
+                assert turn.pid in BRIDGES[previous.pid]
+            gold = sample_facts.gold(turn.subject_qid, turn.pid, str(year))
+            assert turn.gold_qids == gold.qids and turn.canonical_qid == gold.canonical
+            assert not set(turn.gold_qids) & set(previous.gold_qids)
         assert len({turn.question for turn in chain.turns}) == chain.length
+        assert sum(turn.drift_eligible for turn in later) >= 2
 
 
-def test_the_bridge_is_joined_by_qid_not_by_label():
-    facts = small_facts(
-        [
-            ("Q1", "P108", 2010, ["Q2"]),
-            ("Q2", "P169", 2010, ["Q3"]),
-            ("Q2", "P169", 2011, ["Q5"]),
-            ("Q7", "P169", 2010, ["Q8"]),
-            ("Q3", "P108", 2010, ["Q2"]),
-        ]
-    )
-    (chain,) = bridged_multi_pid.generate(facts, default_templates(), 0)
+ROWS = [
+    ("Q1", "P108", 2010, ["Q2"]),
+    ("Q2", "P169", 2010, ["Q3"]),
+    ("Q2", "P169", 2011, ["Q5"]),
+    ("Q7", "P169", 2010, ["Q8"]),
+    ("Q3", "P102", 2010, ["Q9"]),
+    ("Q1", "P39", 2010, ["Q10"]),
+    ("Q1", "P39", 2011, ["Q11"]),
+]
+
+
+def chains_of_ada(rows, seed: int = 0) -> list:
+    chains = bridged_multi_pid.generate(small_facts(rows), default_templates(), seed)
+    return [chain for chain in chains if chain.turns[0].subject_qid == "Q1"]
+
+
+def test_hops_are_joined_by_qid_not_by_label_and_the_chain_returns_to_its_subject():
+    (chain,) = chains_of_ada(ROWS)
     assert [(t.subject_qid, t.pid, t.scope_anchor, t.gold_qids) for t in chain.turns] == [
         ("Q1", "P108", "2010", ("Q2",)),
         ("Q2", "P169", "2010", ("Q3",)),
+        ("Q3", "P102", "2010", ("Q9",)),
+        ("Q1", "P39", "2010", ("Q10",)),
     ]
-    assert chain.turns[0].answer == "Acme" and chain.turns[1].answer == "Bob"
+    assert chain.turns[1].answer == "Bob" and "Ada" in chain.turns[3].question
     assert chain.turns[1].question in default_templates().phrasings("P169", "about_previous")
 
 
-def test_a_third_hop_is_optional_and_an_ambiguous_bridge_is_skipped():
-    rows = [
-        ("Q1", "P108", 2010, ["Q2"]),
-        ("Q2", "P169", 2010, ["Q3"]),
-        ("Q3", "P102", 2010, ["Q9"]),
+def test_a_chain_that_cannot_reach_four_turns_or_has_an_ambiguous_bridge_is_not_made():
+    short = small_facts(ROWS[:4])
+    assert not [
+        c
+        for c in bridged_multi_pid.generate(short, default_templates(), 0)
+        if c.turns[0].subject_qid == "Q1"
     ]
-    lengths: Counter[int] = Counter()
-    for seed in range(20):
-        chains = bridged_multi_pid.generate(small_facts(rows), default_templates(), seed)
-        (chain,) = [c for c in chains if c.turns[0].subject_qid == "Q1"]
-        lengths[chain.length] += 1
-        if chain.length == 3:
-            assert (chain.turns[2].subject_qid, chain.turns[2].gold_qids) == ("Q3", ("Q9",))
-    assert set(lengths) == {2, 3}
-    ambiguous = [("Q1", "P108", 2010, ["Q2", "Q7"]), *rows[1:]]
-    chains = bridged_multi_pid.generate(small_facts(ambiguous), default_templates(), 0)
-    assert [c.turns[0].subject_qid for c in chains] == ["Q2"]
+    assert short.drops["too_short"] >= 1
+    assert not chains_of_ada([("Q1", "P108", 2010, ["Q2", "Q7"]), *ROWS[1:]])

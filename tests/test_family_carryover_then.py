@@ -27,7 +27,7 @@ def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotF
 
 
 def test_family_holds_dated_complement_pairs_at_one_year(chains, sample_facts):
-    assert len(chains) >= 100
+    assert len(chains) >= 50
     for chain in chains:
         first, second = chain.turns
         assert chain.family == "carryover_then" and chain.length == 2
@@ -56,7 +56,6 @@ def test_same_pairs_as_dated_carryover(chains, sample_facts):
     dated = {
         (c.turns[0].subject_qid, c.turns[0].pid)
         for c in carryover.generate(sample_facts, default_templates(), 0)
-        if c.turns[0].scope_anchor is not None
     }
     assert {(c.turns[0].subject_qid, c.turns[0].pid) for c in chains} == dated
 
@@ -65,7 +64,7 @@ def test_small_facts_give_the_exact_chains_and_skip_timeless_pairs():
     facts = small_facts(
         [
             ("2000", "Q1", "P6", ["Q10"]), ("2001", "Q1", "P6", ["Q11"]),
-            ("2001", "Q1", "P35", ["Q20"]),
+            ("2001", "Q1", "P35", ["Q20"]), ("2002", "Q1", "P35", ["Q21"]),
             (None, "Q2", "P131", ["Q30"]), (None, "Q2", "P17", ["Q31"]),
         ]
     )  # fmt: skip

@@ -24,8 +24,11 @@ def chains(sample_facts):
     return list(cross_entity_then.generate(sample_facts, default_templates(), 0))
 
 
-def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotFacts:
-    return facts_from_rows(rows, NAMES)
+def small_facts(
+    rows: list[tuple[str | None, str, str, list[str]]],
+    present: dict[tuple[str, str], list[str]] | None = None,
+) -> SnapshotFacts:
+    return facts_from_rows(rows, NAMES, present=present)
 
 
 def is_related(facts: SnapshotFacts, a: str, b: str, pid: str, year: int) -> bool:
@@ -78,8 +81,7 @@ def test_turn_two_names_only_the_new_subject_and_holds_no_year(chains):
 
 
 def test_small_facts_pair_only_related_subjects_with_different_golds():
-    facts = small_facts(
-        [
+    rows = [
             # Q1, Q2 and Q4 are members of Q50 in 2001; Q4 has Q1's head of government.
             ("2001", "Q1", "P6", ["Q10"]), ("2001", "Q1", "P463", ["Q50"]),
             ("2001", "Q2", "P6", ["Q11"]), ("2001", "Q2", "P463", ["Q50"]),
@@ -90,8 +92,12 @@ def test_small_facts_pair_only_related_subjects_with_different_golds():
             # Q6 is Q5's owner; both have a CEO in 2001.
             ("2001", "Q5", "P127", ["Q6"]), ("2001", "Q5", "P169", ["Q61"]),
             ("2001", "Q6", "P169", ["Q60"]),
-        ]
-    )  # fmt: skip
+    ]  # fmt: skip
+    facts = small_facts(rows)
+    chains = list(cross_entity_then.generate(facts, default_templates(), 0))
+    assert chains == [] and facts.drops["scope_insensitive"] >= 5
+    today = {(qid, "P6"): ["Q13"] for qid in ("Q1", "Q2", "Q3", "Q4", "Q7")}
+    facts = small_facts(rows, present=today | {("Q6", "P169"): ["Q62"]})
     chains = list(cross_entity_then.generate(facts, default_templates(), 0))
     chosen = {c.turns[0].subject_qid: c.turns[1].subject_qid for c in chains}
     allowed = {"Q1": {"Q2"}, "Q2": {"Q1", "Q4", "Q7"}, "Q4": {"Q2", "Q7"}, "Q5": {"Q6"},

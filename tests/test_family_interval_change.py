@@ -1,4 +1,5 @@
-"""Interval change: "did it change between y1 and y2" recomputed from the truth at both ends."""
+"""Interval change: "did it change between y0 and y1", updates and implicit follow-ups, checked
+against the truth."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import interval_change
 from chronoscope_dagster.chains.templates import default_templates
-from tests.chain_helpers import facts_of_one_subject
+from tests.chain_helpers import facts_from_rows, facts_of_one_subject
 
 NAMES = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg"}
 
@@ -23,63 +24,99 @@ def small_facts(years: dict[int, list[str]], names: dict[str, str] = NAMES) -> S
     return facts_of_one_subject(years, names)
 
 
+def shape(chain) -> list[tuple[str, bool, str]]:
+    return [(turn.answer_kind, turn.is_explicit, turn.pid) for turn in chain.turns]
+
+
 def test_family_is_not_empty_and_every_chain_has_its_shape(chains):
-    assert len(chains) >= 50
+    assert len(chains) >= 20
+    assert set(Counter(chain.length for chain in chains)) == {5, 6}
     for chain in chains:
-        first, second = chain.turns
-        assert chain.family == "interval_change"
-        assert first.answer_kind == "yes_no" and first.answer in {"yes", "no"}
-        assert first.gold_qids == () and first.present_qids == () and not first.drift_eligible
-        assert first.asked_qid is None
-        assert first.is_explicit and second.is_explicit and second.answer_kind == "entity"
-        assert (second.subject_qid, second.pid) == (first.subject_qid, first.pid)
-        assert chain.anchor == first.scope_anchor == f"{first.scope_year}-{first.scope_end_year}"
+        first, update, follow, second, last_update, *rest = chain.turns
+        p, r = first.pid, follow.pid
+        assert shape(chain)[:5] == [
+            ("yes_no", True, p), ("entity", True, p), ("entity", False, r),
+            ("yes_no", True, p), ("entity", True, p),
+        ]  # fmt: skip
+        assert r != p and len({turn.subject_qid for turn in chain.turns}) == 1
+        assert chain.family == "interval_change" and chain.anchor == first.scope_anchor
+        y0, y1, y2 = first.scope_year, first.scope_end_year, second.scope_end_year
+        assert first.scope_anchor == f"{y0}-{y1}" and second.scope_anchor == f"{y1}-{y2}"
+        assert y0 < y1 < y2 and str(y1) in update.question and str(y2) in last_update.question
+        assert update.scope_anchor == follow.scope_anchor == str(y1)
+        assert last_update.scope_anchor == str(y2)
+        for turn in (first, second):
+            assert turn.gold_qids == () and turn.asked_qid is None and turn.answer in {"yes", "no"}
+        assert not set(follow.gold_qids) & set(update.gold_qids)
+        if rest:
+            (again,) = rest
+            assert (again.pid, again.scope_anchor, again.is_explicit) == (r, str(y2), False)
+            assert set(again.gold_qids) != set(follow.gold_qids)
+            assert again.question != follow.question
 
 
 def test_answers_compare_the_two_ends_and_the_ends_are_equal_or_disjoint(chains, sample_facts):
     for chain in chains:
-        first = chain.turns[0]
-        years = sample_facts.year_golds(first.subject_qid, first.pid)
-        before = set(years[first.scope_year].qids)
-        after = set(years[first.scope_end_year].qids)
-        assert first.answer == ("yes" if before != after else "no")
-        assert before == after or not before & after
-        assert sample_facts.verbalizable(tuple(before | after))
+        for turn in (chain.turns[0], chain.turns[3]):
+            years = sample_facts.year_golds(turn.subject_qid, turn.pid)
+            before = set(years[turn.scope_year].qids)
+            after = set(years[turn.scope_end_year].qids)
+            assert turn.answer == ("yes" if before != after else "no")
+            assert before == after or not before & after
+            assert sample_facts.verbalizable(tuple(before | after))
+        for turn in chain.turns:
+            if turn.answer_kind == "entity":
+                gold = sample_facts.gold(turn.subject_qid, turn.pid, turn.scope_anchor)
+                assert turn.gold_qids == gold.qids
 
 
-def test_yes_and_no_are_balanced(chains):
-    counts = Counter(chain.turns[0].answer for chain in chains)
+def test_the_scored_yes_no_turns_are_balanced(chains):
+    counts = Counter(chain.turns[3].answer for chain in chains)
     assert set(counts) == {"yes", "no"}
     assert min(counts.values()) >= 0.35 * len(chains)
 
 
+COUNTRY = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg",
+           "Q20": "Rupert of Hentzau", "Q21": "Michael Elphberg"}  # fmt: skip
+
+
+def country(heads: dict[int, list[str]], states: dict[int, list[str]]):
+    rows = [(str(y), "Q1", "P6", v) for y, v in heads.items()]
+    rows += [(str(y), "Q1", "P35", v) for y, v in states.items()]
+    return facts_from_rows(rows, COUNTRY)
+
+
 def test_exact_chains_on_a_hand_built_snapshot():
-    facts = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]})
+    heads = {2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"], 2003: ["Q11"], 2004: ["Q10"]}
+    states = {year: ["Q20" if year < 2002 else "Q21"] for year in heads}
     templates = default_templates()
-    by_answer: dict[str, list] = {"yes": [], "no": []}
-    for seed in range(20):
-        (chain,) = interval_change.generate(facts, templates, seed)
-        by_answer[chain.turns[0].answer].append(chain)
-    assert by_answer["yes"] and by_answer["no"]
-    phrasings = {
-        templates.render("P6", "interval_change", i, subject="Ruritania", year=2000, year2=2001)
-        for i in range(3)
-    }
-    for chain in by_answer["no"]:
-        first, second = chain.turns
-        assert first.question in phrasings and first.scope_anchor == "2000-2001"
-        assert (second.scope_anchor, second.gold_qids, second.answer) == (
-            "2001", ("Q10",), "Rudolf Rassendyll",
-        )  # fmt: skip
-    for chain in by_answer["yes"]:
-        first, second = chain.turns
-        assert first.scope_anchor in {"2000-2002", "2001-2002"}
-        assert second.gold_qids == ("Q11",)
+    scored = Counter()
+    for seed in range(30):
+        facts = country(heads, states)
+        chains = [
+            c for c in interval_change.generate(facts, templates, seed) if c.turns[0].pid == "P6"
+        ]
+        (chain,) = chains
+        first, update, follow, second, last_update, *rest = chain.turns
+        for turn in (first, second):
+            before, after = heads[turn.scope_year], heads[turn.scope_end_year]
+            assert turn.answer == ("yes" if before != after else "no")
+        assert follow.pid == "P35" and follow.gold_qids == tuple(states[first.scope_end_year])
+        assert last_update.gold_qids == tuple(heads[second.scope_end_year])
+        scored[second.answer] += 1
+    assert scored["yes"] and scored["no"]
 
 
-def test_partial_overlaps_and_unchanging_pairs_give_no_chain():
+def test_no_chain_without_a_second_property_partial_overlaps_or_a_constant_value():
     templates = default_templates()
-    overlapping = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q10", "Q11"]})
-    assert not list(interval_change.generate(overlapping, templates, 0))
-    unchanging = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q10"]})
+    alone = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"], 2003: ["Q10"]})
+    assert not list(interval_change.generate(alone, templates, 0))
+    states = {year: ["Q20"] for year in range(2000, 2004)}
+    overlapping = country(
+        {2000: ["Q10"], 2001: ["Q10"], 2002: ["Q10", "Q11"], 2003: ["Q11"]}, states
+    )
+    assert not [
+        c for c in interval_change.generate(overlapping, templates, 0) if c.turns[0].pid == "P6"
+    ]
+    unchanging = country({year: ["Q10"] for year in range(2000, 2004)}, states)
     assert not list(interval_change.generate(unchanging, templates, 0))

@@ -1,4 +1,4 @@
-"""Interval reasoning: a yes/no span question recomputed from the truth, then the entity turn at y2."""
+"""Interval reasoning: an explicit anchor, then yes/no span questions recomputed from the truth."""
 
 from __future__ import annotations
 
@@ -25,68 +25,75 @@ def small_facts(years: dict[int, list[str]], names: dict[str, str] = NAMES) -> S
 
 def test_family_is_not_empty_and_every_chain_has_its_shape(chains):
     assert len(chains) >= 50
+    assert set(Counter(chain.length for chain in chains)) == {4, 5}
     for chain in chains:
-        first, second = chain.turns
-        assert chain.family == "interval_reasoning"
-        assert first.answer_kind == "yes_no" and first.answer in {"yes", "no"}
-        assert first.gold_qids == () and first.present_qids == () and not first.drift_eligible
-        assert first.is_explicit and second.is_explicit and second.answer_kind == "entity"
-        assert (second.subject_qid, second.pid) == (first.subject_qid, first.pid)
-        assert chain.anchor == first.scope_anchor == f"{first.scope_year}-{first.scope_end_year}"
-        assert first.question != second.question
+        anchor, *spans = chain.turns
+        assert chain.family == "interval_reasoning" and chain.anchor == anchor.scope_anchor
+        assert anchor.answer_kind == "entity" and anchor.is_explicit
+        assert anchor.scope_anchor == str(anchor.scope_year)
+        assert anchor.subject_label in anchor.question and str(anchor.scope_year) in anchor.question
+        for before, turn in zip(chain.turns, spans, strict=False):
+            assert turn.answer_kind == "yes_no" and turn.answer in {"yes", "no"}
+            assert turn.gold_qids == () and turn.present_qids == () and not turn.drift_eligible
+            assert turn.is_explicit and (turn.subject_qid, turn.pid) == (
+                anchor.subject_qid,
+                anchor.pid,
+            )
+            assert turn.scope_anchor == f"{turn.scope_year}-{turn.scope_end_year}"
+            assert turn.scope_anchor != before.scope_anchor
+            assert (
+                str(turn.scope_year) in turn.question and str(turn.scope_end_year) in turn.question
+            )
+        assert len({(turn.scope_anchor, turn.asked_qid) for turn in spans}) == len(spans)
 
 
 def test_yes_no_answers_are_the_truth_over_the_span(chains, sample_facts):
     for chain in chains:
-        first = chain.turns[0]
-        inside = held_over_span(
-            sample_facts, first.subject_qid, first.pid, first.scope_year, first.scope_end_year
-        )
-        assert first.answer == ("yes" if first.asked_qid in inside else "no")
-        if first.answer == "no":
-            years = sample_facts.year_golds(first.subject_qid, first.pid)
-            assert any(first.asked_qid in gold.qids for gold in years.values())
+        for turn in chain.turns[1:]:
+            inside = held_over_span(
+                sample_facts, turn.subject_qid, turn.pid, turn.scope_year, turn.scope_end_year
+            )
+            assert turn.answer == ("yes" if turn.asked_qid in inside else "no")
+            if turn.answer == "no":
+                years = sample_facts.year_golds(turn.subject_qid, turn.pid)
+                assert any(turn.asked_qid in gold.qids for gold in years.values())
 
 
-def test_the_question_names_the_asked_value(chains, sample_facts):
+def test_the_question_names_the_asked_value_unless_it_asks_the_same_value_again(
+    chains, sample_facts
+):
+    generic = {
+        " ".join(text.split()[:2]) for text in default_templates().generic_phrasings("span_switch")
+    }
     for chain in chains:
-        first = chain.turns[0]
-        assert sample_facts.labels[first.asked_qid].label in first.question
+        for before, turn in zip(chain.turns[1:], chain.turns[2:], strict=False):
+            label = sample_facts.labels[turn.asked_qid].label
+            if label not in turn.question:
+                assert turn.asked_qid == before.asked_qid
+                assert " ".join(turn.question.split()[:2]) in generic
+        assert sample_facts.labels[chain.turns[1].asked_qid].label in chain.turns[1].question
 
 
 def test_yes_and_no_are_balanced(chains):
-    counts = Counter(chain.turns[0].answer for chain in chains)
+    counts = Counter(turn.answer for chain in chains for turn in chain.turns[1:])
     assert set(counts) == {"yes", "no"}
-    assert min(counts.values()) >= 0.35 * len(chains)
+    assert min(counts.values()) >= 0.35 * sum(counts.values())
 
 
-def test_exact_no_chain_on_a_hand_built_snapshot():
-    facts = small_facts({2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"]})
+def test_exact_chains_on_a_hand_built_snapshot():
+    years = {2000: ["Q10"], 2001: ["Q10"], 2002: ["Q11"], 2003: ["Q11"], 2004: ["Q10"]}
+    facts = small_facts(years)
     templates = default_templates()
-    by_answer: dict[str, list] = {"yes": [], "no": []}
+    answers = Counter()
     for seed in range(20):
         (chain,) = interval_reasoning.generate(facts, templates, seed)
-        by_answer[chain.turns[0].answer].append(chain)
-    assert by_answer["yes"] and by_answer["no"]
-    phrasings = {
-        templates.render(
-            "P6", "interval_yes_no", index,
-            subject="Ruritania", value="Flavia Elphberg", year=2000, year2=2001,
-        )
-        for index in range(3)
-    }  # fmt: skip
-    for chain in by_answer["no"]:
-        first, second = chain.turns
-        assert first.question in phrasings
-        assert (first.asked_qid, first.scope_year, first.scope_end_year) == ("Q11", 2000, 2001)
-        assert (second.scope_anchor, second.gold_qids, second.answer) == (
-            "2001", ("Q10",), "Rudolf Rassendyll",
-        )  # fmt: skip
-    for chain in by_answer["yes"]:
-        first = chain.turns[0]
-        assert first.asked_qid in held_over_span(
-            facts, "Q1", "P6", first.scope_year, first.scope_end_year
-        )
+        anchor, *spans = chain.turns
+        assert anchor.gold_qids == tuple(years[anchor.scope_year])
+        for turn in spans:
+            inside = held_over_span(facts, "Q1", "P6", turn.scope_year, turn.scope_end_year)
+            assert turn.answer == ("yes" if turn.asked_qid in inside else "no")
+            answers[turn.answer] += 1
+    assert answers["yes"] and answers["no"]
 
 
 def test_values_that_never_changed_or_share_a_label_are_not_asked():

@@ -11,6 +11,7 @@ from pydantic import Field
 from chronoscope_dagster.chains.evidence import DROP_REASONS
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
+from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.records import turns_table
 from chronoscope_dagster.chains.stats import (
@@ -25,6 +26,8 @@ from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
+
+REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 
 
 class ChainConfig(dg.Config):
@@ -82,7 +85,7 @@ def family_asset(family: str) -> dg.AssetsDefinition:
                 "max_length": max(lengths, default=0),
                 "unnameable_subjects": len(facts.unnameable_subjects),
                 "scopes_refused": dg.MetadataValue.json(
-                    {reason: facts.drops[reason] for reason in DROP_REASONS}
+                    {reason: facts.drops[reason] for reason in REFUSAL_REASONS}
                 ),
                 "seed": config.seed,
                 "preview": dg.MetadataValue.md(
@@ -196,7 +199,7 @@ def chains_and_turns(
             "dagster/row_count": chains,
             "by_family": dg.MetadataValue.md(markdown_table(["family", "chains"], by_family)),
             "scopes_refused": dg.MetadataValue.md(
-                markdown_table(["family", *DROP_REASONS], refused)
+                markdown_table(["family", *REFUSAL_REASONS], refused)
             ),
         },
     )
@@ -210,7 +213,7 @@ def _scopes_refused(store: Warehouse) -> list[tuple]:
         totals: Counter[str] = Counter()
         for partition in store.partitions(f"family_{family}"):
             totals.update(store.read_report(f"family_{family}", **partition)["scopes_refused"])
-        rows.append((family, *(totals[reason] for reason in DROP_REASONS)))
+        rows.append((family, *(totals[reason] for reason in REFUSAL_REASONS)))
     return rows
 
 

@@ -102,6 +102,8 @@ class SnapshotFacts:
         self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
         self._dropped: set[tuple[str, str, str | None, str]] = set()
         self._covered: dict[tuple[str, str, Span], bool] = {}
+        self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
+        self.person_classes = default_catalog().person_classes
         self.labels: dict[str, Label] = {
             row["qid"]: Label(row["label"], tuple(row["aliases"] or ()), row["description"])
             for row in labels.to_pylist()
@@ -224,7 +226,8 @@ class SnapshotFacts:
             return Lifespan(self.first_seen[subject], known.end)
         return known
 
-    def _drop(self, subject: str, pid: str, scope: str | None, reason: str) -> None:
+    def refuse(self, subject: str, pid: str, scope: str | None, reason: str) -> None:
+        """Count a refused (subject, property, scope) once under ``reason``."""
         key = (subject, pid, scope, reason)
         if key not in self._dropped:
             self._dropped.add(key)
@@ -268,12 +271,12 @@ class SnapshotFacts:
             )
             kept = tuple(qid for qid in gold.qids if qid not in timeless)
             if not kept:
-                self._drop(subject, pid, anchor, outside)
+                self.refuse(subject, pid, anchor, outside)
                 return None
             if kept != gold.qids:
                 gold = Gold(kept, self._canonical(subject, pid, gold.canonical, kept))
         if pid in self.functional and not self.covered(subject, pid, span):
-            self._drop(subject, pid, anchor, "incomplete_scope")
+            self.refuse(subject, pid, anchor, "incomplete_scope")
             return None
         return gold
 
@@ -288,19 +291,51 @@ class SnapshotFacts:
 
     def year_golds(self, subject: str, pid: str) -> dict[int, Gold]:
         """The decided gold of every whole-year anchor of a (subject, property), by year."""
-        years = [
-            anchor
-            for anchor in self.golds.get((subject, pid), {})
-            if anchor is not None and len(anchor) == 4
-        ]
-        return {int(anchor): gold for anchor in years if (gold := self.gold(subject, pid, anchor))}
+        key = (subject, pid)
+        if key not in self._year_golds:
+            years = [
+                anchor
+                for anchor in self.golds.get(key, {})
+                if anchor is not None and len(anchor) == 4
+            ]
+            self._year_golds[key] = {
+                int(anchor): gold for anchor in years if (gold := self.gold(subject, pid, anchor))
+            }
+        return self._year_golds[key]
+
+    def drifts(self, subject: str, pid: str, anchor: str | None) -> bool:
+        """Whether the present-day value exists and is not a correct answer at ``anchor``
+        (the turn is drift-eligible: answering for today is wrong)."""
+        gold = self.gold(subject, pid, anchor)
+        present = self.present.get((subject, pid), ())
+        return gold is not None and bool(present) and not set(present) & set(gold.qids)
+
+    def scope_sensitive(self, subject: str, pid: str, anchor: str | None) -> bool:
+        """Whether a question at ``anchor`` tests its scope: its gold is not today's value
+        (``drifts``), or, with no present-day value, differs from the gold of another whole
+        year. A gold that holds today as well cannot tell a kept scope from a lost one."""
+        gold = self.gold(subject, pid, anchor)
+        if gold is None or anchor is None:
+            return False
+        if self.present.get((subject, pid)):
+            return self.drifts(subject, pid, anchor)
+        held = set(gold.qids)
+        return any(set(other.qids) != held for other in self.year_golds(subject, pid).values())
+
+    def is_person(self, qid: str) -> bool | None:
+        """Whether the entity is a person (an ``instance of`` among the property list's
+        ``person_classes``); None when its classes are unknown."""
+        classes = self.golds.get((qid, "P31"))
+        if not classes:
+            return None
+        return any(q in self.person_classes for gold in classes.values() for q in gold.qids)
 
     def single_holder(self, subject: str, pid: str, question: str) -> bool:
         """Whether ``pid`` is single-holder, as counts and changes need; if not, the pair is
         refused once as ``open_ended_<question>``."""
         if pid in self.functional:
             return True
-        self._drop(subject, pid, None, f"open_ended_{question}")
+        self.refuse(subject, pid, None, f"open_ended_{question}")
         return False
 
     def span_covered(self, subject: str, pid: str, first: int, last: int, reason: str) -> bool:
@@ -309,7 +344,7 @@ class SnapshotFacts:
         scope = f"{first}-{last}"
         if self.covered(subject, pid, anchor_span(scope, self.snapshot_year)):
             return True
-        self._drop(subject, pid, scope, reason)
+        self.refuse(subject, pid, scope, reason)
         return False
 
     def never_held(self, subject: str, pid: str, value: str, first: int, last: int) -> bool:
@@ -324,7 +359,7 @@ class SnapshotFacts:
         timeless = value in self.timeless_values.get((subject, pid), set())
         if own and not timeless and all(end < span[0] or start > span[1] for start, end in own):
             return True
-        self._drop(subject, pid, f"{scope}:{value}", "no_evidence")
+        self.refuse(subject, pid, f"{scope}:{value}", "no_evidence")
         return False
 
     def is_timeless(self, subject: str, pid: str) -> bool:

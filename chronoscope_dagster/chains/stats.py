@@ -170,3 +170,49 @@ def _capped(ordered: str, limit: int, max_share: float) -> str:
     SELECT chain_id, family, length, stratum_rank, family_rank, scored_turns FROM pool
     WHERE cumulative <= coalesce((SELECT max(cap) FROM feasible), (SELECT max(cumulative) FROM pool))
     """
+
+
+DEFINING_ANSWER_KIND = {"interval_reasoning": "yes_no", "interval_change": "yes_no",
+                        "distinct_count": "count"}  # fmt: skip
+"""The answer kind a family exists to ask (``entity`` for the others); it must be scored."""
+
+
+def missing_defining_kind_sql(
+    turns: str, families: tuple[str, ...], first_scored_turn: int = 1
+) -> str:
+    """The families (of ``families``) with no scored turn of their defining answer kind."""
+    kinds = ", ".join(
+        f"('{family}', '{DEFINING_ANSWER_KIND.get(family, 'entity')}')" for family in families
+    )
+    return f"""
+    SELECT d.family, d.kind FROM (VALUES {kinds}) d(family, kind)
+    WHERE NOT EXISTS (SELECT 1 FROM {turns} t WHERE t.family = d.family
+                      AND t.answer_kind = d.kind AND t.turn_index >= {int(first_scored_turn)})
+    ORDER BY d.family"""
+
+
+BALANCE_TARGETS = {
+    "yes_pct": (35.0, 65.0),
+    "modal_count_pct": (None, 50.0),
+    "drift_eligible_implicit_pct": (70.0, None),
+    "copy_previous_ceiling_pct": (None, 25.0),
+}
+"""The validity targets of ``benchmark_stats`` (issue 15), as (lowest, highest) percentages:
+yes share per family with yes/no turns, modal count share per family with counts, and, over
+the whole benchmark, the drift-eligible share of scored implicit turns and the copy ceiling."""
+PER_FAMILY_TARGETS = ("yes_pct", "modal_count_pct")
+
+
+def balance_misses(rows: list[dict]) -> list[str]:
+    """Each ``benchmark_stats`` row's figure outside its ``BALANCE_TARGETS`` range, readably;
+    per-family targets for family rows, the others for the overall row."""
+    misses = []
+    for row in rows:
+        overall = row["family"] == OVERALL
+        for column, (low, high) in BALANCE_TARGETS.items():
+            value = row.get(column)
+            if value is None or overall == (column in PER_FAMILY_TARGETS):
+                continue
+            if (low is not None and value < low) or (high is not None and value > high):
+                misses.append(f"{row['family']}: {column} {value} outside [{low}, {high}]")
+    return misses

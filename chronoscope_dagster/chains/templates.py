@@ -21,6 +21,7 @@ TEMPLATES_DIR = DATA_DIR / "templates"
 MIN_PHRASINGS = 3
 SUBJECT_KINDS = frozenset({"country", "person", "organization", "place", "team", "thing"})
 PROPERTY_FIELDS = ("surface", "plural", "subject_kind")
+KEYWORDS_FIELD = "keywords"
 PROPERTY_SLOTS: dict[str, frozenset[str]] = {
     "explicit_year": frozenset({"subject", "year"}),
     "explicit_date": frozenset({"subject", "date"}),
@@ -37,6 +38,7 @@ PROPERTY_SLOTS: dict[str, frozenset[str]] = {
 }
 GENERIC_SLOTS: dict[str, frozenset[str]] = {
     "scope_switch": frozenset({"year"}),
+    "span_switch": frozenset({"year", "year2"}),
     "narrative_last": frozenset({"year"}),
 }
 
@@ -63,6 +65,9 @@ class PropertyTemplates:
     plural: str
     subject_kind: str
     slots: dict[str, tuple[str, ...]]
+    keywords: tuple[tuple[str, ...], ...] = ()
+    """Words that name the property, each entry a tuple of alternatives: a paraphrase of a
+    question that uses one must keep one (``chains.paraphrase``)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,9 @@ def load_templates(language: str = "en", path: Path | None = None) -> Templates:
                 plural=entry["plural"],
                 subject_kind=entry["subject_kind"],
                 slots={slot: tuple(entry[slot]) for slot in PROPERTY_SLOTS},
+                keywords=tuple(
+                    (k,) if isinstance(k, str) else tuple(k) for k in entry[KEYWORDS_FIELD]
+                ),
             )
             for pid, entry in raw["properties"].items()
         },
@@ -182,8 +190,24 @@ def _check_property(pid: str, entry: Any) -> list[str]:
         problems.append(
             f"{pid}.subject_kind: {entry['subject_kind']!r} is not one of {sorted(SUBJECT_KINDS)}"
         )
-    slots = {key: value for key, value in entry.items() if key not in PROPERTY_FIELDS}
+    keywords = entry.get(KEYWORDS_FIELD)
+    if not (
+        isinstance(keywords, list)
+        and keywords
+        and all(_is_keyword(k) or (isinstance(k, list) and k and all(map(_is_keyword, k)))
+                for k in keywords)
+    ):  # fmt: skip
+        problems.append(
+            f"{pid}.{KEYWORDS_FIELD}: missing or not a non-empty list of non-empty strings "
+            "(or of lists of them)"
+        )
+    fields = (*PROPERTY_FIELDS, KEYWORDS_FIELD)
+    slots = {key: value for key, value in entry.items() if key not in fields}
     return problems + _check_slots(pid, slots, PROPERTY_SLOTS)
+
+
+def _is_keyword(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 def _check_slots(owner: str, slots: dict[str, Any], spec: dict[str, frozenset[str]]) -> list[str]:

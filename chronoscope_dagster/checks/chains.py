@@ -11,7 +11,11 @@ from chronoscope_dagster.chains.audit import (
 )
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.records import turns_table
-from chronoscope_dagster.chains.stats import repeated_questions_sql
+from chronoscope_dagster.chains.stats import (
+    balance_misses,
+    missing_defining_kind_sql,
+    repeated_questions_sql,
+)
 from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.checks.expectations import (
     GE_SAMPLE_ROWS,
@@ -53,9 +57,8 @@ def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
 
 @dg.asset_check(
     asset="turns",
-    blocking=False,
-    description="No question repeats within a chain (case and outer spaces aside); a warning "
-    "until the families guarantee it (issue 15 makes it blocking).",
+    blocking=True,
+    description="No question repeats within a chain (case and outer spaces aside).",
 )
 def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     with warehouse.warehouse.connect(views=True) as connection:
@@ -65,7 +68,6 @@ def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckRe
         by_family[family] = by_family.get(family, 0) + 1
     return dg.AssetCheckResult(
         passed=not repeated,
-        severity=dg.AssetCheckSeverity.WARN,
         metadata={
             "repeated_questions": len(repeated),
             "by_family": dg.MetadataValue.json(by_family),
@@ -73,6 +75,41 @@ def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckRe
                 [{"chain_id": c, "turn_index": i, "question": q} for _, c, i, q in repeated[:10]]
             ),
         },
+    )
+
+
+@dg.asset_check(
+    asset="turns",
+    blocking=True,
+    description="Every family has a scored turn of the answer kind it exists to ask (yes/no for "
+    "interval reasoning and interval change, a count for distinct count, an entity otherwise).",
+)
+def turns_families_score_their_kind(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        missing = connection.execute(missing_defining_kind_sql("turns", FAMILIES)).fetchall()
+    return dg.AssetCheckResult(
+        passed=not missing,
+        metadata={"families_without_their_kind": dg.MetadataValue.json(dict(missing))},
+    )
+
+
+@dg.asset_check(
+    asset="benchmark_stats",
+    blocking=False,
+    description="The validity targets: 35-65% yes per family with yes/no turns, the modal count "
+    "under half of a family's counts, at least 70% of scored implicit turns drift-eligible and "
+    "a copy-previous ceiling of at most 25% overall (a warning: the sample may miss them).",
+)
+def benchmark_stats_balanced(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    with warehouse.warehouse.connect(views=True) as connection:
+        cursor = connection.execute("SELECT * FROM benchmark_stats")
+        columns = [column[0] for column in cursor.description]
+        rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    misses = balance_misses(rows)
+    return dg.AssetCheckResult(
+        passed=not misses,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"misses": dg.MetadataValue.json(misses)},
     )
 
 

@@ -1,5 +1,6 @@
 """The property list (``data/properties.yaml``): which properties and qualifiers are extracted,
-which are single-holder (``functional``) and which bound an entity's lifespan."""
+which are single-holder (``functional``), which bound an entity's lifespan and which classes are
+people."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class PropertyCatalog:
     complements: dict[str, str]
     functional_pids: frozenset[str]
     lifespan_properties: dict[str, str]
+    person_classes: frozenset[str]
     time_qualifiers: dict[str, str]
     entity_qualifiers: dict[str, str]
     ordinal_qualifiers: dict[str, str]
@@ -45,6 +47,7 @@ def load_catalog(path: Path = PROPERTIES_FILE) -> PropertyCatalog:
             pid for pid, spec in properties.items() if spec.get("functional")
         ),
         lifespan_properties=dict(raw["lifespan_properties"]),
+        person_classes=frozenset(raw["person_classes"]),
         time_qualifiers=dict(raw["time_qualifiers"]),
         entity_qualifiers=dict(raw["entity_qualifiers"]),
         ordinal_qualifiers=dict(raw["ordinal_qualifiers"]),

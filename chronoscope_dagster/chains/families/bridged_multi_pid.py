@@ -1,21 +1,34 @@
-"""Bridged multi-pid: a property of the previous answer, under the first turn's year.
+"""Bridged multi-pid: properties of the previous answers, under the first turn's year.
 
 What it tests: composing properties under a fixed time scope. The user asks
 about subject A in year Y, then about the entity just given as the answer
-("who was its CEO at the time?"); the model must resolve the bridge entity and
-keep year Y.
+("who was its CEO at the time?"), and so on; the model must resolve each
+bridge entity and keep year Y throughout.
 
-Rule: for each (subject A, property p1) of ``BRIDGES``, a whole-year anchor Y
-(1950 to the snapshot year) where A's gold for p1 is exactly one value M (so
-the bridge is unambiguous) and some bridge property p2 of p1 has a gold for
-(M, p2) at Y that is disjoint from the entities already in the chain (A, M).
-Y and p2 are drawn from the item's generator. Turn 1 asks ``explicit_year`` of
-p1 for A at Y; turn 2 asks p2's ``about_previous`` (implicit: no year, no
-name) about M at Y. When turn 2's gold is again a single value N with a bridge
-p3 of p2 whose gold at Y avoids A, M and N, a third turn asks p3 of N at Y one
-time in two. The bridge is joined by QID (the single gold value), never by
-label. Every gold is the truth of its (entity, property) at Y; a timeless fact
-holds at every year, and its turn is recorded with no anchor.
+Structure (4 turns): 1. explicit, entity: p1 of A at Y; 2.-4. implicit (no
+year), entity, at Y: the scored turns. Each is a hop, ``about_previous``: a
+bridge property of the previous turn's single answer; where no hop is
+possible, the user returns to A (``reintroduce``: names A, no year) with
+another of A's properties.
+
+Rule: for each (subject A, property p1) of ``BRIDGES`` and each whole-year
+anchor Y (1950 to the snapshot year) where A's gold for p1 is exactly one
+labelled value M (so the bridge is unambiguous), a chain is built from the
+item-and-year's generator: each next turn is a hop from the previous turn's
+answer when it is a single value with a bridge property p of the previous
+property (``BRIDGES``) that the entity really has at Y (a decided gold;
+``askable``: its templates refer to it with the right pronoun) and whose gold
+names no entity already in the chain; else a return to A with a property not
+yet asked of A whose gold at Y is labelled and shares nothing with the
+previous answer. The most scope-sensitive options are drawn first
+(drift-eligible, then scope-sensitive, ``common``); one turn of a chain may be
+context whose gold does not depend on the year (a timeless fact is recorded
+with no anchor: it holds at every year), never the chain's only kind of
+scored turn. No question repeats. A year whose chain does not reach 4 turns
+is not used (``too_short``), nor one with fewer than ``MIN_DRIFTING``
+drift-eligible scored turns (``scope_insensitive``: composing is tested
+against the present-day shortcut); Y is drawn among the years with the most
+drift-eligible turns. The bridge is joined by QID, never by label.
 
 Bridges (``BRIDGES``: p1 -> properties of its value), kept where the sample has
 them: employer -> CEO, chairperson, owner, head coach, country, administrative
@@ -33,12 +46,21 @@ import random
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import (
+    askable,
+    askable_pairs,
+    best_tier,
+    fresh_question,
+    pick,
+    sensitivity,
+)
 from chronoscope_dagster.chains.model import Chain, Turn
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "bridged_multi_pid"
 FIRST_YEAR = 1950
+LENGTH = 4
+MIN_DRIFTING = 2
 BRIDGES: dict[str, tuple[str, ...]] = {
     "P108": ("P169", "P488", "P127", "P286", "P17", "P131"),
     "P54": ("P286", "P169", "P127", "P17", "P131"),
@@ -55,66 +77,89 @@ BRIDGES: dict[str, tuple[str, ...]] = {
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        if pid not in BRIDGES:
             continue
-        for pid in pids:
-            if pid not in BRIDGES:
-                continue
-            options = {
-                year: bridges
-                for year, gold in sorted(facts.year_golds(subject, pid).items())
-                if FIRST_YEAR <= year <= facts.snapshot_year
-                and len(gold.qids) == 1
-                and facts.verbalizable(gold.qids)
-                and (bridges := _bridges(facts, gold.canonical, pid, year, {subject}))
-            }
-            if not options:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            year = rng.choice(sorted(options))
-            first = facts.turn(
-                pick(templates, rng, pid, "explicit_year", subject=name, year=year),
-                subject, pid, str(year), explicit=True,
-            )  # fmt: skip
-            if first is None:
-                continue
-            second = _hop(facts, templates, rng, first, rng.choice(options[year]), year)
-            if second is None:
-                continue
-            turns = [first, second]
-            onward = (
-                _bridges(facts, second.gold_qids[0], second.pid, year, {subject, *first.gold_qids})
-                if len(second.gold_qids) == 1
-                else []
-            )
-            if onward and rng.random() < 0.5:
-                third = _hop(facts, templates, rng, second, rng.choice(onward), year)
-                turns += [third] if third else []
-            yield Chain(FAMILY, facts.snapshot_year, str(year), tuple(turns))
+        built = []
+        for year, gold in sorted(facts.year_golds(subject, pid).items()):
+            if FIRST_YEAR <= year <= facts.snapshot_year and len(gold.qids) == 1:
+                turns = _chain(facts, templates, seed, subject, name, pid, year)
+                if turns is not None:
+                    drifting = sum(turn.drift_eligible for turn in turns[1:])
+                    built.append((turns, drifting if drifting >= MIN_DRIFTING else 0))
+        options = best_tier(facts, built, (subject, pid))
+        if options:
+            turns = rng_for(seed, FAMILY, subject, pid).choice(options)
+            yield Chain(FAMILY, facts.snapshot_year, turns[0].scope_anchor, tuple(turns))
 
 
-def _bridges(facts: SnapshotFacts, entity: str, pid: str, year: int, seen: set[str]) -> list[str]:
-    """The bridge properties of ``pid`` with a verbalizable gold for ``entity`` at ``year``
-    that names neither ``entity`` nor an entity already in ``seen``."""
-    return [
-        bridged
-        for bridged in BRIDGES.get(pid, ())
-        if (gold := facts.gold(entity, bridged, str(year)))
+def _chain(
+    facts: SnapshotFacts, templates, seed: int, subject: str, name: str, pid: str, year: int
+) -> list[Turn] | None:
+    """The four turns at ``year``, or None (counted ``too_short``) when they cannot be built."""
+    rng = rng_for(seed, FAMILY, subject, pid, year)
+    anchor = str(year)
+    question = pick(templates, rng, pid, "explicit_year", subject=name, year=year)
+    first = facts.turn(question, subject, pid, anchor, explicit=True)
+    if first is None:
+        return None
+    turns, asked = [first], [question]
+    while len(turns) < LENGTH:
+        step = _next(facts, templates, rng, subject, turns, anchor)
+        turn = None
+        if step is not None:
+            entity, asked_pid, slot = step
+            values = {"subject": name} if slot == "reintroduce" else {}
+            question = fresh_question(templates, rng, asked_pid, (slot,), asked, **values)
+            if question is not None:
+                scope = None if facts.is_timeless(entity, asked_pid) else anchor
+                turn = facts.turn(question, entity, asked_pid, scope, explicit=False)
+        if turn is None:
+            facts.refuse(subject, pid, anchor, "too_short")
+            return None
+        turns.append(turn)
+    return turns
+
+
+def _next(
+    facts: SnapshotFacts, templates, rng: random.Random, subject: str, turns: list[Turn],
+    anchor: str,
+) -> tuple[str, str, str] | None:  # fmt: skip
+    """The next question as (entity, property, slot): a hop from the previous turn's single
+    answer, else a return to the subject; the most scope-sensitive option, drawn."""
+    previous = turns[-1]
+    seen = {turn.subject_qid for turn in turns} | {q for turn in turns for q in turn.gold_qids}
+    entity = previous.gold_qids[0] if len(previous.gold_qids) == 1 else None
+    hops = [
+        (entity, bridged, "about_previous")
+        for bridged in BRIDGES.get(previous.pid, ())
+        if entity is not None
         and facts.subject_name(entity) is not None
-        and facts.verbalizable(gold.qids)
-        and not (seen | {entity}) & set(gold.qids)
+        and askable(facts, templates, entity, bridged)
+        and _fresh_gold(facts, entity, bridged, anchor, seen)
     ]
-
-
-def _hop(
-    facts: SnapshotFacts, templates, rng: random.Random, previous: Turn, pid: str, year: int
-) -> Turn | None:
-    """The implicit turn asking ``pid`` of the previous turn's single answer at ``year``
-    (a timeless fact is recorded with no anchor: it holds at every year)."""
-    entity = previous.gold_qids[0]
-    anchor = None if facts.is_timeless(entity, pid) else str(year)
-    return facts.turn(
-        pick(templates, rng, pid, "about_previous"), entity, pid, anchor, explicit=False
+    asked_of_subject = {turn.pid for turn in turns if turn.subject_qid == subject}
+    backs = [
+        (subject, other, "reintroduce")
+        for other in facts.pids_by_subject.get(subject, ())
+        if other not in asked_of_subject
+        and askable(facts, templates, subject, other)
+        and _fresh_gold(facts, subject, other, anchor, set(previous.gold_qids))
+    ]
+    context_used = any(
+        not sensitivity(facts, turn.subject_qid, turn.pid, turn.scope_anchor) for turn in turns[1:]
     )
+    for options in (hops, backs):
+        ranks = [sensitivity(facts, entity, pid, anchor) for entity, pid, _ in options]
+        if options and (any(ranks) or not context_used):
+            return rng.choice(
+                [o for o, rank in zip(options, ranks, strict=True) if rank == max(ranks)]
+            )
+    return None
+
+
+def _fresh_gold(facts: SnapshotFacts, entity: str, pid: str, anchor: str, avoid: set[str]) -> bool:
+    """Whether ``pid`` has a labelled gold for ``entity`` at ``anchor`` naming nothing in
+    ``avoid``."""
+    gold = facts.gold(entity, pid, anchor)
+    return gold is not None and facts.verbalizable(gold.qids) and not avoid & set(gold.qids)

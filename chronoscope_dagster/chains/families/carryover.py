@@ -4,17 +4,19 @@ What it tests: turn 1 fixes a year explicitly; turn 2 asks another property of
 the same subject (same QID) without naming the subject or a time, so the model
 must carry the year of turn 1 over instead of answering for the present.
 
+Structure (2 turns): 1. explicit, entity, year Y; 2. implicit (no subject, no
+year), entity, year Y: the scored turn.
+
 Rule: for each subject and each property p that has a complement q in
 ``COMPLEMENTS`` (P6<->P35, P39<->P102, P108<->P463, P54<->P286, P127<->P169,
-P131<->P17, P488->P169) held by the same subject:
-- dated pair (both have whole-year anchors): a year Y where both have gold is
-  drawn from the item's generator; turn 1 asks ``explicit_year`` of p at Y,
-  turn 2 asks ``followup`` of q; both golds are the values valid at any time in Y;
-- timeless pair (both timeless-only): turn 1 asks ``timeless`` of p, turn 2
-  ``followup`` of q; both golds are the timeless values, the scope anchor is
-  None (chain anchor ``"timeless"``), and turn 1 counts as explicit (it names
-  the subject and states its scope, the present);
-- a pair with one property dated and the other timeless is skipped.
+P131<->P17, P488->P169) held by the same subject, the candidate years Y are
+those where both have a verbalizable gold and q's gold depends on the year
+(``common``: scope-sensitive, preferably drift-eligible, whose tier decides),
+and turn 2 can only refer to the subject (``common.refers_cleanly``: turn 1's
+answer is not of the subject's kind). Y is drawn from the item's generator
+among the best tier. Turn 1 asks ``explicit_year`` of p at Y, turn 2
+``followup`` of q; both golds are the values valid at any time in Y. Timeless
+pairs are not asked: their follow-up does not depend on the year.
 """
 
 from __future__ import annotations
@@ -22,53 +24,69 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import (
+    answer_of,
+    askable,
+    best_tier,
+    pick,
+    refers_cleanly,
+    tier,
+)
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 FAMILY = "carryover"
-TIMELESS_ANCHOR = "timeless"
 
 COMPLEMENTS = default_catalog().complements
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    yield from carryover_chains(facts, templates, seed, FAMILY, "followup", timeless=True)
+    yield from carryover_chains(facts, templates, seed, FAMILY, "followup")
 
 
 def carryover_chains(
-    facts: SnapshotFacts, templates, seed: int, family: str, slot: str, *, timeless: bool
+    facts: SnapshotFacts, templates, seed: int, family: str, slot: str
 ) -> Iterator[Chain]:
-    """Chains of ``family`` whose turn 2 asks the complement in ``slot``; timeless pairs
-    only when ``timeless``."""
+    """Chains of ``family`` whose turn 2 asks the complement in ``slot``."""
     for subject, pids in facts.pids_by_subject.items():
         name = facts.subject_name(subject)
         if name is None:
             continue
         for pid in pids:
             other = COMPLEMENTS.get(pid)
-            if other not in pids or not {pid, other} <= templates.properties.keys():
+            if (
+                other not in pids
+                or not askable(facts, templates, subject, pid)
+                or not askable(facts, templates, subject, other)
+            ):
+                continue
+            years = best_tier(
+                facts,
+                [
+                    (year, tier(facts, [(subject, other, str(year))], sensitive=False))
+                    for year in _common_years(facts, subject, pid, other)
+                    if refers_cleanly(
+                        facts, templates, subject, other, answer_of(facts, subject, pid, str(year))
+                    )
+                ],
+                (subject, other),
+            )
+            if not years:
                 continue
             rng = rng_for(seed, family, subject, pid)
-            if facts.is_timeless(subject, pid) and facts.is_timeless(subject, other):
-                if not timeless:
-                    continue
-                anchor = None
-                question = pick(templates, rng, pid, "timeless", subject=name)
-            else:
-                years = _common_years(facts, subject, pid, other)
-                if not years:
-                    continue
-                year = rng.choice(years)
-                anchor = str(year)
-                question = pick(templates, rng, pid, "explicit_year", subject=name, year=year)
-            first = facts.turn(question, subject, pid, anchor, explicit=True)
+            anchor = str(rng.choice(years))
+            first = facts.turn(
+                pick(templates, rng, pid, "explicit_year", subject=name, year=anchor),
+                subject, pid, anchor, explicit=True,
+            )  # fmt: skip
+            if first is None:
+                continue
             second = facts.turn(
                 pick(templates, rng, other, slot), subject, other, anchor, explicit=False
             )
-            if first and second:
-                yield Chain(family, facts.snapshot_year, anchor or TIMELESS_ANCHOR, (first, second))
+            if second:
+                yield Chain(family, facts.snapshot_year, anchor, (first, second))
 
 
 def _common_years(facts: SnapshotFacts, subject: str, pid: str, other: str) -> list[int]:

@@ -6,8 +6,8 @@ model in carrying the year of turn 1 over to an implicit question.
 Rule: exactly the dated chains of carryover (see ``carryover``), drawn from
 this family's own generator, with turn 2 asked in ``followup_then``: turn 1
 ``explicit_year`` of p at Y, turn 2 ``followup_then`` of p's complement q for
-the same subject; both golds are the values valid at any time in Y. Timeless
-pairs are left out (there is no time to refer back to).
+the same subject; both golds are the values valid at any time in Y; years are
+chosen and timeless pairs left out as there.
 """
 
 from __future__ import annotations
@@ -22,4 +22,4 @@ FAMILY = "carryover_then"
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    yield from carryover_chains(facts, templates, seed, FAMILY, "followup_then", timeless=False)
+    yield from carryover_chains(facts, templates, seed, FAMILY, "followup_then")

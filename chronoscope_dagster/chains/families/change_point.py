@@ -4,75 +4,94 @@ What it tests: after several implicit turns have held the first year's scope,
 the user names a new year; the model must switch to it, and keep the new
 scope for the implicit turn that follows.
 
+Structure (4 or 5 turns):
+1. explicit, entity: p at y1;
+2. implicit (no subject, no year), entity: q at y1;
+3. the override, explicit year (``scope_switch``), entity: p at y2;
+4. implicit, entity: q at y2, under the new scope;
+5. one time in two, when such a year exists, a second override: p at y3.
+
 Rule: for each (subject, property p) whose property has a complement q
-(``COMPLEMENTS``; same subject QID), two whole-year anchors y1 != y2 (1950 to
-the snapshot year) where p's gold sets are disjoint and q has a gold at y1;
-the pair is drawn from the item's generator. Turns:
-1. ``explicit_year`` of p at y1;
-2. an implicit follow-up (``followup`` or ``followup_then``) of q at y1;
-3. optionally (one time in two) an implicit follow-up of p again, still at y1;
-4. the override: p's ``scope_switch`` naming y2, answered at y2;
-5. optionally (one time in two, when q has a gold at y2) an implicit follow-up
-   of q, answered at y2.
-Chains have 3 to 5 turns; implicit turns hold no year and no subject name, and
-no phrasing repeats within a chain. Gold: the values valid at any point of each
-turn's year.
+(``COMPLEMENTS``; same subject QID), both askable, the candidate pairs are two
+whole-year anchors y1 != y2 (1950 to the snapshot year) where p's gold sets
+are disjoint, q's gold sets are disjoint (the implicit answer must change
+with the override) and q's turns refer cleanly after p's answers
+(``common``); the pair is drawn from the item's generator among the best tier
+(the most drift-eligible q turns first, ``common``). y3 is a year other than y1 and
+y2 whose gold for p is disjoint from y2's. No turn re-asks an earlier one
+(implicit phrasings are never repeated). Gold: the values valid at any point
+of each turn's year.
 """
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import (
+    answer_of,
+    askable,
+    askable_pairs,
+    best_tier,
+    fresh_followup,
+    pick,
+    refers_cleanly,
+)
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 FAMILY = "change_point"
 FIRST_YEAR = 1950
-FOLLOWUP_SLOTS = ("followup", "followup_then")
 COMPLEMENTS = default_catalog().complements
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        other = COMPLEMENTS.get(pid)
+        if other is None or not askable(facts, templates, subject, other):
             continue
-        for pid in pids:
-            other = COMPLEMENTS.get(pid)
-            if other is None or not {pid, other} <= templates.properties.keys():
-                continue
-            main = _usable(facts, subject, pid)
-            follow = _usable(facts, subject, other)
-            pairs = [
-                (y1, y2)
-                for y1 in main
-                for y2 in main
-                if y1 != y2 and y1 in follow and not main[y1] & main[y2]
-            ]
-            if not pairs:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            y1, y2 = rng.choice(sorted(pairs))
-            asked: list[str] = []
-            plan = [
-                (pick(templates, rng, pid, "explicit_year", subject=name, year=y1), pid, y1, True),
-                (_followup(templates, rng, other, asked), other, y1, False),
-            ]
-            if rng.random() < 0.5:
-                plan.append((_followup(templates, rng, pid, asked), pid, y1, False))
-            plan.append((pick(templates, rng, pid, "scope_switch", year=y2), pid, y2, True))
-            if y2 in follow and rng.random() < 0.5:
-                plan.append((_followup(templates, rng, other, asked), other, y2, False))
-            turns = [
-                facts.turn(question, subject, asked_pid, str(year), explicit=explicit)
-                for question, asked_pid, year, explicit in plan
-            ]
-            if all(turns):
-                yield Chain(FAMILY, facts.snapshot_year, str(y1), tuple(turns))
+        main = _usable(facts, subject, pid)
+        follow = _usable(facts, subject, other)
+        clean = {
+            year
+            for year in main.keys() & follow.keys()
+            if refers_cleanly(
+                facts, templates, subject, other, answer_of(facts, subject, pid, str(year))
+            )
+        }
+        drifting = {year for year in clean if facts.drifts(subject, other, str(year))}
+        pairs = best_tier(
+            facts,
+            [
+                ((y1, y2), 1 + len({y1, y2} & drifting))
+                for y1 in sorted(clean)
+                for y2 in sorted(clean)
+                if y1 != y2 and not main[y1] & main[y2] and not follow[y1] & follow[y2]
+            ],
+            (subject, pid),
+        )
+        if not pairs:
+            continue
+        rng = rng_for(seed, FAMILY, subject, pid)
+        y1, y2 = rng.choice(pairs)
+        asked: list[str] = []
+        plan = [
+            (pick(templates, rng, pid, "explicit_year", subject=name, year=y1), pid, y1, True),
+            (fresh_followup(templates, rng, other, asked), other, y1, False),
+            (pick(templates, rng, pid, "scope_switch", year=y2), pid, y2, True),
+            (fresh_followup(templates, rng, other, asked), other, y2, False),
+        ]
+        overrides = [y3 for y3 in main if y3 not in (y1, y2) and not main[y3] & main[y2]]
+        if overrides and rng.random() < 0.5:
+            y3 = rng.choice(overrides)
+            plan.append((pick(templates, rng, pid, "scope_switch", year=y3), pid, y3, True))
+        turns = [
+            facts.turn(question, subject, asked_pid, str(year), explicit=explicit)
+            for question, asked_pid, year, explicit in plan
+        ]
+        if all(turns):
+            yield Chain(FAMILY, facts.snapshot_year, str(y1), tuple(turns))
 
 
 def _usable(facts: SnapshotFacts, subject: str, pid: str) -> dict[int, frozenset[str]]:
@@ -82,15 +101,3 @@ def _usable(facts: SnapshotFacts, subject: str, pid: str) -> dict[int, frozenset
         for year, gold in sorted(facts.year_golds(subject, pid).items())
         if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
     }
-
-
-def _followup(templates, rng: random.Random, pid: str, asked: list[str]) -> str:
-    """An implicit follow-up phrasing of ``pid`` not yet asked in the chain (recorded in ``asked``)."""
-    options = [
-        templates.render(pid, slot, index)
-        for slot in FOLLOWUP_SLOTS
-        for index in range(len(templates.phrasings(pid, slot)))
-    ]
-    question = rng.choice([option for option in options if option not in asked])
-    asked.append(question)
-    return question

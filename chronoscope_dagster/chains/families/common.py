@@ -1,23 +1,57 @@
-"""Small pieces every family uses."""
+"""Small pieces every family uses, and the rules every family's choices follow.
+
+* Scope sensitivity: a chain is generated only if one of its scored turns
+  (from the second on) asks something whose gold depends on the time scope
+  (``SnapshotFacts.scope_sensitive``); otherwise it is refused as
+  ``scope_insensitive``. Among a family's candidate scopes, those where every
+  scored implicit turn is drift-eligible (today's value is wrong there) are
+  preferred (``best_tier``).
+* References: a property's templates refer to its subject as "they" when they
+  assume a person, "it" otherwise; a subject of the other kind (from its
+  ``instance of``) is not asked about that property (``wrong_pronoun``). An
+  implicit question about a subject it does not name is not asked after an
+  answer of the same kind, which the pronoun could equally mean
+  (``ambiguous_reference``).
+"""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import TypeVar
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.model import Turn
 
+SELECTION_REASONS = ("scope_insensitive", "wrong_pronoun", "ambiguous_reference", "too_short")
+"""Why a family refused a candidate beyond the gold rules (``chains.evidence.DROP_REASONS``)."""
+
+FOLLOWUP_SLOTS = ("followup", "followup_then")
+Option = TypeVar("Option")
+Scored = tuple[str, str, str | None]
+"""A scored implicit question: (subject, property, anchor)."""
+
+
+def askable(facts: SnapshotFacts, templates, subject: str, pid: str) -> bool:
+    """Whether ``pid`` has templates and they refer to ``subject`` with the right pronoun."""
+    if pid not in templates.properties:
+        return False
+    person = facts.is_person(subject)
+    if person is not None and person != _assumes_person(templates, pid):
+        facts.refuse(subject, pid, None, "wrong_pronoun")
+        return False
+    return True
+
 
 def askable_pairs(facts: SnapshotFacts, templates) -> Iterator[tuple[str, str, str]]:
     """(subject, how to name it, property) for every pair a question can be asked about:
-    the subject is nameable and the property has templates; in the facts' order."""
+    the subject is nameable and the pair ``askable``; in the facts' order."""
     for subject, pids in facts.pids_by_subject.items():
         name = facts.subject_name(subject)
         if name is None:
             continue
         for pid in pids:
-            if pid in templates.properties:
+            if askable(facts, templates, subject, pid):
                 yield subject, name, pid
 
 
@@ -25,6 +59,103 @@ def pick(templates, rng: random.Random, pid: str, slot: str, **values: object) -
     """A phrasing of ``slot`` for ``pid``, drawn from the item's generator, rendered."""
     phrasings = templates.phrasings(pid, slot)
     return templates.render(pid, slot, rng.randrange(len(phrasings)), **values)
+
+
+def pick_generic(templates, rng: random.Random, slot: str, **values: object) -> str:
+    """A phrasing of the generic ``slot``, drawn from the item's generator, rendered."""
+    phrasings = templates.generic_phrasings(slot)
+    return templates.render_generic(slot, rng.randrange(len(phrasings)), **values)
+
+
+def fresh_question(
+    templates,
+    rng: random.Random,
+    pid: str,
+    slots: Sequence[str],
+    asked: list[str],
+    **values: object,
+) -> str | None:
+    """A phrasing of ``pid`` in one of ``slots`` not yet asked in the chain (``asked``, to which
+    it is added), or None when every one was."""
+    options = [
+        question
+        for slot in slots
+        for index in range(len(templates.phrasings(pid, slot)))
+        if (question := templates.render(pid, slot, index, **values)) not in asked
+    ]
+    if not options:
+        return None
+    question = rng.choice(options)
+    asked.append(question)
+    return question
+
+
+def fresh_followup(templates, rng: random.Random, pid: str, asked: list[str]) -> str:
+    """An implicit follow-up of ``pid`` (``followup`` or ``followup_then``) not yet asked in
+    the chain (a chain asks a property implicitly at most twice; each slot has three)."""
+    question = fresh_question(templates, rng, pid, FOLLOWUP_SLOTS, asked)
+    assert question is not None
+    return question
+
+
+def sensitivity(facts: SnapshotFacts, subject: str, pid: str, anchor: str | None) -> int:
+    """2 for a drift-eligible question, 1 for a scope-sensitive one, 0 otherwise."""
+    if facts.drifts(subject, pid, anchor):
+        return 2
+    return 1 if facts.scope_sensitive(subject, pid, anchor) else 0
+
+
+def tier(facts: SnapshotFacts, scored_implicit: Sequence[Scored], *, sensitive: bool) -> int:
+    """2 when every scored implicit question is drift-eligible, 1 when the chain has a
+    scope-sensitive scored turn (``sensitive``, or one of ``scored_implicit``), else 0."""
+    if all(facts.drifts(*question) for question in scored_implicit) and (
+        sensitive or scored_implicit
+    ):
+        return 2
+    if sensitive or any(facts.scope_sensitive(*question) for question in scored_implicit):
+        return 1
+    return 0
+
+
+def best_tier(
+    facts: SnapshotFacts, tiered: Sequence[tuple[Option, int]], refused: tuple[str, str]
+) -> list[Option]:
+    """The options of the highest non-zero tier (``tiered``: option and its ``tier``), in
+    their order; none (the pair ``refused`` counted as ``scope_insensitive``) when every
+    option is of tier 0."""
+    best = max((found for _, found in tiered), default=0)
+    if best == 0:
+        if tiered:
+            facts.refuse(*refused, None, "scope_insensitive")
+        return []
+    return [option for option, found in tiered if found == best]
+
+
+def refers_cleanly(
+    facts: SnapshotFacts, templates, subject: str, pid: str, previous_answer: str | None
+) -> bool:
+    """Whether an implicit question of ``pid`` about ``subject``, not named, asked after the
+    answer ``previous_answer`` (a QID) can only mean the subject: that answer is the subject
+    itself or of the other kind."""
+    if previous_answer in (None, subject):
+        return True
+    person = facts.is_person(subject)
+    if facts.is_person(previous_answer) == (
+        _assumes_person(templates, pid) if person is None else person
+    ):
+        facts.refuse(subject, pid, previous_answer, "ambiguous_reference")
+        return False
+    return True
+
+
+def answer_of(facts: SnapshotFacts, subject: str, pid: str, anchor: str | None) -> str | None:
+    """The canonical answer (a QID) of ``pid`` for ``subject`` at ``anchor``, if decided."""
+    gold = facts.gold(subject, pid, anchor)
+    return gold.canonical if gold else None
+
+
+def _assumes_person(templates, pid: str) -> bool:
+    return templates.properties[pid].subject_kind == "person"
 
 
 def span_turn(

@@ -5,9 +5,14 @@ related subject B and asks the same property "at the time", with no year, so
 the model must transfer the year of turn 1 to B instead of answering for the
 present.
 
-Rule: for each subject A and property p, the years of (A, p) are visited in an
-order drawn from the item's generator; the first year Y with a candidate B
-is kept, and B is drawn among its candidates. B is a candidate when (B, p) has
+Structure (2 turns): 1. explicit, entity, subject A, year Y; 2. names subject
+B, implicit year ("at the time"), entity: the scored turn.
+
+Rule: for each subject A and property p, the candidates are every year Y of
+(A, p) with every subject B for it whose gold at Y is drift-eligible (not
+today's value: the family tests transferring the year instead of answering
+for the present; a pair without one is refused as ``scope_insensitive``);
+(Y, B) is drawn from the item's generator. B is a candidate when (B, p) has
 gold in Y and B is related to A in Y through a shared QID, by the first of
 ``RELATIONS`` (strongest first, r != p) that gives any candidate:
 - A and B held the same value of r in Y (teammates of one club, companies with
@@ -27,7 +32,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import askable_pairs, pick
+from chronoscope_dagster.chains.families.common import askable, askable_pairs, best_tier, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -41,17 +46,23 @@ Holders = dict[tuple[str, str, str | None], list[str]]
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     holders = _holders(facts)
     for subject, name, pid in askable_pairs(facts, templates):
-        rng = rng_for(seed, FAMILY, subject, pid)
         golds = facts.year_golds(subject, pid)
-        years = sorted(year for year, gold in golds.items() if facts.verbalizable(gold.qids))
-        rng.shuffle(years)
-        for year in years:
-            candidates = _candidates(facts, holders, subject, name, pid, year, golds[year].qids)
-            if candidates:
-                break
-        else:
+        options = best_tier(
+            facts,
+            [
+                ((year, other), int(facts.drifts(other, pid, str(year))))
+                for year in sorted(golds)
+                if facts.verbalizable(golds[year].qids)
+                for other in _candidates(
+                    facts, templates, holders, subject, name, pid, year, golds[year].qids
+                )
+            ],
+            (subject, pid),
+        )
+        if not options:
             continue
-        other = rng.choice(candidates)
+        rng = rng_for(seed, FAMILY, subject, pid)
+        year, other = rng.choice(options)
         first = facts.turn(
             pick(templates, rng, pid, "explicit_year", subject=name, year=year),
             subject, pid, str(year), explicit=True,
@@ -65,8 +76,8 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
 
 
 def _candidates(
-    facts: SnapshotFacts, holders: Holders, subject: str, name: str, pid: str, year: int,
-    golds: tuple[str, ...],
+    facts: SnapshotFacts, templates, holders: Holders, subject: str, name: str, pid: str,
+    year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
     """The usable subjects related to ``subject`` in ``year`` by the first relation with any."""
     for relation in RELATIONS:
@@ -76,6 +87,7 @@ def _candidates(
             other
             for other in related(facts, holders, subject, relation, year)
             if _usable(facts, name, other, pid, year, golds)
+            and askable(facts, templates, other, pid)
         ]
         if usable:
             return usable
@@ -115,7 +127,7 @@ def _usable(
     facts: SnapshotFacts, name: str, other: str, pid: str, year: int, golds: tuple[str, ...]
 ) -> bool:
     other_name = facts.subject_name(other)
-    other_gold = facts.golds.get((other, pid), {}).get(str(year))
+    other_gold = facts.gold(other, pid, str(year))
     return (
         other_name is not None
         and DIGIT.search(other_name) is None

@@ -1,33 +1,50 @@
-"""Distinct count: how many different values held within a span of years?
+"""Distinct count: how many different values held within windows of years that move?
 
-What it tests: counting the distinct values of one subject and property over a
-span of years (every value valid at any time in it), then an entity question at
-the span's last year.
+What it tests: counting the distinct values of one subject and property over
+a span of years (every value valid at any time in it), then again as the
+window moves; the model must recount for each new window.
+
+Structure (4 or 5 turns; 4 with probability ``SHORT_SHARE``): each explicit
+(states its span), count, over a window of years different from every earlier
+one, with a count different from the turn before (so repeating the previous
+answer never scores); the first asks ``count`` in full, each later one either
+``count`` or the generic ``span_switch`` ("And between 2005 and 2010?"), even
+odds. Turns 2 on are scored.
 
 Rule: for each single-holder property (``functional``; an open-ended one has
 no complete count) of a nameable subject with whole-year facts, the candidate
-spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
-year, 2 to 10 whole years long (both ends included), both ends having a gold,
-whose values (the union of the whole-year golds of y1..y2, counted by QID) are
-all labelled and number 2 to 15, and whose every day the facts cover (no gap
-over 31 days, ``chains.evidence``). The item's generator draws one candidate span.
-Turn 1 asks ``count`` (answer the number of values, as a string); turn 2 asks
-the property's ``scope_switch`` at y2, gold the values valid in y2.
+windows are y1 < y2 with 1950 <= y1, y2 <= the snapshot year, 2 to 10 whole
+years long (both ends included), both ends having a gold, whose values (the
+union of the whole-year golds of y1..y2, counted by QID) are all labelled and
+number 1 to 15, and whose every day the facts cover (no gap over 31 days,
+``chains.evidence``). The item's generator draws the first window, then each
+next one among the unused windows whose count differs from the previous,
+a count not yet asked in the chain where there is one (so counts spread); a
+pair whose windows allow fewer than 4 turns is refused (``too_short``). The
+answer is the number of values, as a string.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
+from chronoscope_dagster.chains.families.common import (
+    askable_pairs,
+    pick,
+    pick_generic,
+    span_turn,
+)
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "distinct_count"
 FIRST_YEAR = 1950
 MIN_YEARS, MAX_YEARS = 2, 10
-MIN_COUNT, MAX_COUNT = 2, 15
+MIN_COUNT, MAX_COUNT = 1, 15
+MIN_TURNS = 4
+SHORT_SHARE = 0.6
 
 
 def held(years: dict[int, Gold], y1: int, y2: int) -> set[str]:
@@ -39,7 +56,7 @@ def spans(
     facts: SnapshotFacts, subject: str, pid: str, years: dict[int, Gold]
 ) -> list[tuple[int, int, int]]:
     """(y1, y2, count) of the spans of 2 to 10 years in 1950..snapshot year, both ends with a
-    gold, whose 2 to 15 values are all labelled and whose days are covered."""
+    gold, whose 1 to 15 values are all labelled and whose days are covered."""
     ends = sorted(year for year in years if FIRST_YEAR <= year <= facts.snapshot_year)
     found = []
     for y1 in ends:
@@ -63,12 +80,31 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         if not candidates:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        y1, y2, count = rng.choice(candidates)
-        question = pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)
-        first = span_turn(question, pid, subject, name, (y1, y2), str(count), "count")
-        second = facts.turn(
-            pick(templates, rng, pid, "scope_switch", year=y2),
-            subject, pid, str(y2), explicit=True,
-        )  # fmt: skip
-        if second is not None:
-            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        wanted = MIN_TURNS if rng.random() < SHORT_SHARE else MIN_TURNS + 1
+        windows = [rng.choice(candidates)]
+        while len(windows) < wanted:
+            onward = [
+                window
+                for window in candidates
+                if window not in windows and window[2] != windows[-1][2]
+            ]
+            if not onward:
+                break
+            counted = {window[2] for window in windows}
+            windows.append(rng.choice([w for w in onward if w[2] not in counted] or onward))
+        if len(windows) < MIN_TURNS:
+            facts.refuse(subject, pid, None, "too_short")
+            continue
+        turns = []
+        for index, (y1, y2, count) in enumerate(windows):
+            question = _question(templates, rng, pid, name, y1, y2, first=index == 0)
+            turns.append(span_turn(question, pid, subject, name, (y1, y2), str(count), "count"))
+        yield Chain(FAMILY, facts.snapshot_year, turns[0].scope_anchor, tuple(turns))
+
+
+def _question(
+    templates, rng: random.Random, pid: str, name: str, y1: int, y2: int, *, first: bool
+) -> str:
+    if first or rng.random() < 0.5:
+        return pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)
+    return pick_generic(templates, rng, "span_switch", year=y1, year2=y2)

@@ -1,20 +1,32 @@
-"""Interval change: did the value differ between two years?
+"""Interval change: did the value differ between two years, and what was it then?
 
-What it tests: a yes/no comparison of two explicit years for one subject and
-property, then an entity question at the later year; the model must compare the
-two scopes, then answer for the second one.
+What it tests: a yes/no comparison of two explicit years, then updates to a
+new year and implicit follow-ups under it; the model must compare scopes,
+answer for the updated year, and keep it for the follow-up.
 
-Rule: for each single-holder property (``functional``: a change of value
+Structure (5 or 6 turns; 5 with probability ``SHORT_SHARE``):
+1. explicit, yes/no: did p differ in y1 from y0 (span y0..y1)?
+2. explicit update (``scope_switch``), entity: p at y1;
+3. implicit (no subject, no year), entity: another property r at y1;
+4. explicit, yes/no: did p differ in y2 from y1 (span y1..y2)? (scored)
+5. explicit update, entity: p at y2;
+6. implicit, entity: r at y2, whose gold differs from r's at y1.
+
+Rule: for each single-holder property p (``functional``: a change of value
 presupposes one value at a time) of a nameable subject with whole-year facts,
-the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
-year, 2 to 10 whole years long (both ends included), both ends having a
-labelled gold, and the two golds equal or disjoint (a partial overlap, such as
-a change during y1, makes "a different value" ambiguous and is left out). The
-answer is "yes" iff the value set of y2 differs from that of y1 (endpoints
-only; what happened in between does not count). Only pairs where both answers
-are possible are used: the item's generator draws the answer (yes or no,
-evenly), then a span with that answer. Turn 1 asks ``interval_change``; turn 2
-asks the property's ``scope_switch`` at y2, gold the values valid in y2.
+the candidate spans are y < y' with 1950 <= y, y' <= the snapshot year, 2 to
+10 whole years long (both ends included), both ends having a labelled gold,
+and the two golds equal or disjoint (a partial overlap, such as a change
+during y, makes "a different value" ambiguous and is left out). The answer is
+"yes" iff the value set of y' differs from that of y (endpoints only; what
+happened in between does not count). Candidates are the years y0 < y1 < y2
+with both spans usable and an r for y1: another askable property of the
+subject whose gold at y1 is verbalizable, shares nothing with p's, depends on
+the year and refers cleanly after p's answer (``common``); only pairs where
+turn 4 can be answered either way are used. The item's generator draws the
+answer of turn 4 (yes or no, evenly), then of turn 1 (evenly where both
+exist), then the years among the best tier (r drift-eligible at y1,
+``common``), then r.
 """
 
 from __future__ import annotations
@@ -22,13 +34,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
+from chronoscope_dagster.chains.families.common import (
+    askable,
+    askable_pairs,
+    best_tier,
+    fresh_followup,
+    pick,
+    refers_cleanly,
+    span_turn,
+    tier,
+)
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "interval_change"
 FIRST_YEAR = 1950
 MIN_YEARS, MAX_YEARS = 2, 10
+SHORT_SHARE = 0.6
 
 
 def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]:
@@ -54,21 +76,103 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         if not facts.single_holder(subject, pid, "change"):
             continue
         years = facts.year_golds(subject, pid)
-        options: dict[str, list[tuple[int, int]]] = {"yes": [], "no": []}
-        for y1, y2 in spans(facts, years):
-            answer = changed(years, y1, y2)
-            if answer is not None:
-                options[answer].append((y1, y2))
-        if not options["yes"] or not options["no"]:
+        answers = {
+            span: answer for span in spans(facts, years) if (answer := changed(years, *span))
+        }
+        starts = {y1 for y1, _ in answers}
+        companions = {
+            y1: found for y1 in starts if (found := _companions(facts, templates, subject, pid, y1))
+        }
+        tiered = [
+            ((y0, y1, y2), max(found for _, found in companions[y1]))
+            for (y0, y1) in answers
+            if y1 in companions
+            for (start, y2) in answers
+            if start == y1
+        ]
+        if {answers[triple[1:]] for triple, _ in tiered} != {"yes", "no"}:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        answer = "yes" if rng.random() < 0.5 else "no"
-        y1, y2 = rng.choice(options[answer])
-        question = pick(templates, rng, pid, "interval_change", subject=name, year=y1, year2=y2)
-        first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no")
-        second = facts.turn(
-            pick(templates, rng, pid, "scope_switch", year=y2),
-            subject, pid, str(y2), explicit=True,
+        for part in (slice(1, 3), slice(0, 2)):
+            drawn = rng.choice(sorted({answers[triple[part]] for triple, _ in tiered}))
+            tiered = [(triple, found) for triple, found in tiered if answers[triple[part]] == drawn]
+        triples = best_tier(facts, tiered, (subject, pid))
+        y0, y1, y2 = rng.choice(triples)
+        best = max(found for _, found in companions[y1])
+        other = rng.choice([r for r, found in companions[y1] if found == best])
+        asked: list[str] = []
+        plan = [
+            (pick(templates, rng, pid, "scope_switch", year=y1), pid, y1, True),
+            (fresh_followup(templates, rng, other, asked), other, y1, False),
+        ]
+        first = span_turn(
+            pick(templates, rng, pid, "interval_change", subject=name, year=y0, year2=y1),
+            pid, subject, name, (y0, y1), answers[(y0, y1)], "yes_no",
         )  # fmt: skip
-        if second is not None:
-            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        second = span_turn(
+            pick(templates, rng, pid, "interval_change", subject=name, year=y1, year2=y2),
+            pid, subject, name, (y1, y2), answers[(y1, y2)], "yes_no",
+        )  # fmt: skip
+        entity_turns = [
+            facts.turn(question, subject, asked_pid, str(year), explicit=explicit)
+            for question, asked_pid, year, explicit in plan
+        ]
+        update = facts.turn(
+            pick(templates, rng, pid, "scope_switch", year=y2), subject, pid, str(y2), explicit=True
+        )
+        if not all(entity_turns) or update is None:
+            continue
+        turns = [first, *entity_turns, second, update]
+        if rng.random() >= SHORT_SHARE and _follows(facts, templates, subject, pid, other, y1, y2):
+            last = facts.turn(
+                fresh_followup(templates, rng, other, asked),
+                subject, other, str(y2), explicit=False,
+            )  # fmt: skip
+            turns += [last] if last else []
+        yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
+
+
+def _companions(
+    facts: SnapshotFacts, templates, subject: str, pid: str, year: int
+) -> list[tuple[str, int]]:
+    """The properties r an implicit turn may ask at ``year`` after p's answer, with their tier."""
+    anchor = str(year)
+    held = facts.gold(subject, pid, anchor)
+    found = []
+    for other in facts.pids_by_subject.get(subject, ()):
+        gold = facts.gold(subject, other, anchor)
+        if (
+            other == pid
+            or gold is None
+            or held is None
+            or not facts.verbalizable(gold.qids)
+            or set(gold.qids) & set(held.qids)
+            or not askable(facts, templates, subject, other)
+            or not refers_cleanly(facts, templates, subject, other, held.canonical)
+        ):
+            continue
+        level = tier(facts, [(subject, other, anchor)], sensitive=False)
+        if level:
+            found.append((other, level))
+    return found
+
+
+def _follows(
+    facts: SnapshotFacts, templates, subject: str, pid: str, other: str, y1: int, y2: int
+) -> bool:
+    """Whether r can be asked again, implicitly, at y2: a labelled gold unlike r's at y1 and
+    p's at y2, and a clean reference after p's answer at y2."""
+    gold, before, held = (
+        facts.gold(subject, other, str(y2)),
+        facts.gold(subject, other, str(y1)),
+        facts.gold(subject, pid, str(y2)),
+    )
+    return (
+        gold is not None
+        and before is not None
+        and held is not None
+        and facts.verbalizable(gold.qids)
+        and set(gold.qids) != set(before.qids)
+        and not set(gold.qids) & set(held.qids)
+        and refers_cleanly(facts, templates, subject, other, held.canonical)
+    )

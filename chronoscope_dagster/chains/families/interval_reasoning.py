@@ -1,8 +1,14 @@
 """Interval reasoning: did a value hold at any time within a span of years?
 
-What it tests: a yes/no question over a span of years, not a single year; the
-model must know whether a value was valid anywhere in the span, then answer an
-entity question at the span's last year.
+What it tests: after an explicit anchor question, yes/no questions over spans
+of years that move, not single years; the model must know whether a value was
+valid anywhere in each span.
+
+Structure (4 or 5 turns): 1. explicit, entity, year Y (the anchor); then 3 or
+4 turns (3 with probability ``SHORT_SHARE``), each explicit, yes/no, over a
+span of years different from the turn before: the scored turns. A turn about
+the same value as the one before may be asked as the generic ``span_switch``
+("And between 2016 and 2020?").
 
 Rule: for each (subject, property) with whole-year facts and a nameable
 subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
@@ -12,27 +18,37 @@ whole-year golds of y1..y2. A "yes" value is one held in the span; a "no" value
 is one the pair held in another year but never in the span, with positive
 evidence that it did not hold there (``SnapshotFacts.never_held``: a covered
 span of a single-holder property, or the value's own statements all dated and
-outside the span). An asked value must
-be labelled with a label no other value of the pair shares. Only pairs where
-both answers are possible are used: the item's generator draws the answer (yes
-or no, evenly), then a span where that answer is possible, then the value. Turn
-1 asks ``interval_yes_no`` (answer "yes"/"no", ``asked_qid`` the value); turn 2
-asks the property's ``scope_switch`` at y2, gold the values valid in y2.
+outside the span). An asked value must be labelled with a label no other value
+of the pair shares. Only pairs where both answers are possible are used. The
+anchor Y is drawn among the labelled years; for each yes/no turn the item's
+generator draws the answer (yes or no, evenly, where unused options of both
+remain), then an unused (span, value) with that answer whose span differs from
+the previous turn's. A pair with fewer than 3 options is refused
+(``too_short``). Yes/no turns ask ``interval_yes_no`` (answer "yes"/"no",
+``asked_qid`` the value).
 """
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
-from chronoscope_dagster.chains.families.common import askable_pairs, pick, span_turn
+from chronoscope_dagster.chains.families.common import (
+    askable_pairs,
+    pick,
+    pick_generic,
+    span_turn,
+)
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "interval_reasoning"
 FIRST_YEAR = 1950
 MIN_YEARS, MAX_YEARS = 2, 10
+MIN_SPAN_TURNS = 3
+SHORT_SHARE = 0.6
 
 
 def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]:
@@ -55,39 +71,73 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         years = facts.year_golds(subject, pid)
         askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})
-        options: dict[str, list[tuple[tuple[int, int], list[str]]]] = {"yes": [], "no": []}
+        options: dict[str, list[Option]] = {"yes": [], "no": []}
         for span in spans(facts, years):
             inside = held(years, *span)
-            for answer, values in (
-                ("yes", [qid for qid in askable if qid in inside]),
-                (
-                    "no",
-                    [
-                        qid
-                        for qid in askable
-                        if qid not in inside and facts.never_held(subject, pid, qid, *span)
-                    ],
-                ),
-            ):
-                if values:
-                    options[answer].append((span, values))
+            for qid in askable:
+                if qid in inside:
+                    options["yes"].append((span, qid))
+                elif facts.never_held(subject, pid, qid, *span):
+                    options["no"].append((span, qid))
         if not options["yes"] or not options["no"]:
             continue
+        if len(options["yes"]) + len(options["no"]) < MIN_SPAN_TURNS:
+            facts.refuse(subject, pid, None, "too_short")
+            continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        answer = "yes" if rng.random() < 0.5 else "no"
-        (y1, y2), values = rng.choice(options[answer])
-        value = rng.choice(values)
-        question = pick(
-            templates, rng, pid, "interval_yes_no",
-            subject=name, value=facts.labels[value].label, year=y1, year2=y2,
+        anchors = sorted(
+            year
+            for year, gold in years.items()
+            if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
+        )
+        year = rng.choice(anchors)
+        first = facts.turn(
+            pick(templates, rng, pid, "explicit_year", subject=name, year=year),
+            subject, pid, str(year), explicit=True,
         )  # fmt: skip
-        first = span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value)
-        second = facts.turn(
-            pick(templates, rng, pid, "scope_switch", year=y2),
-            subject, pid, str(y2), explicit=True,
-        )  # fmt: skip
-        if second is not None:
-            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, (first, second))
+        if first is None:
+            continue
+        turns = [first]
+        wanted = MIN_SPAN_TURNS if rng.random() < SHORT_SHARE else MIN_SPAN_TURNS + 1
+        previous: Option | None = None
+        for _ in range(wanted):
+            drawn = _draw(rng, options, previous)
+            if drawn is None:
+                break
+            answer, ((y1, y2), value) = drawn
+            if previous is not None and previous[1] == value and rng.random() < 0.5:
+                question = pick_generic(templates, rng, "span_switch", year=y1, year2=y2)
+            else:
+                question = pick(
+                    templates, rng, pid, "interval_yes_no",
+                    subject=name, value=facts.labels[value].label, year=y1, year2=y2,
+                )  # fmt: skip
+            turns.append(span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value))
+            previous = ((y1, y2), value)
+        if len(turns) > MIN_SPAN_TURNS:
+            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
+
+
+Option = tuple[tuple[int, int], str]
+"""A yes/no question: the span (y1, y2) and the asked value."""
+
+
+def _draw(
+    rng: random.Random, options: dict[str, list[Option]], previous: Option | None
+) -> tuple[str, Option] | None:
+    """An answer (even odds where both remain), then an unused option with it whose span
+    differs from the previous question's; the option is used up."""
+    usable = {
+        answer: [option for option in found if previous is None or option[0] != previous[0]]
+        for answer, found in options.items()
+    }
+    answers = [answer for answer in ("yes", "no") if usable[answer]]
+    if not answers:
+        return None
+    answer = rng.choice(answers)
+    option = rng.choice(usable[answer])
+    options[answer].remove(option)
+    return answer, option
 
 
 def _askable(facts: SnapshotFacts, qids: set[str]) -> list[str]:

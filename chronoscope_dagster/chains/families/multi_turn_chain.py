@@ -4,14 +4,25 @@ What it tests: turn 1 fixes a year explicitly; every later turn asks another
 property of the same subject (same QID) with neither subject nor year, so the
 model must keep the year of turn 1 across the whole chain.
 
+Structure (3 to 6 turns): 1. explicit, entity, year Y; then each turn
+implicit (no subject, no year), entity, another property at Y: the scored
+turns.
+
 Rule: for each subject, its whole-year anchors are visited in an order drawn
-from the item's generator; at each year Y its dated properties (with templates) are shuffled
-and taken greedily, keeping one only when its gold in Y shares no value with
-the golds already kept (no answer is correct for two turns). The first year
-that keeps at least ``MIN_TURNS`` properties is used, and the length is drawn
-uniformly between ``MIN_TURNS`` and ``min(MAX_TURNS, kept)``. Turn 1 asks
-``explicit_year`` of the first property at Y; each later turn asks
-``followup`` or, with probability one half, ``followup_then``. Every gold is
+from the item's generator; at each year Y its askable dated properties are
+shuffled (the drift-eligible ones after the first moved ahead) and taken
+greedily: the first opens the chain, and a later one is
+kept only when its gold in Y shares no value with the golds already kept (no
+answer is correct for two turns), and it refers
+cleanly after the previous answer (``common``). A first pass keeps only
+drift-eligible follow-ups (today's value is wrong at Y); the first year that
+keeps at least ``MIN_TURNS`` turns is used, else a second pass accepts any
+scope-sensitive follow-up, else a third accepts one follow-up of context
+(whose gold does not depend on the year) beside a scope-sensitive one among
+the first ``MIN_TURNS`` turns. The length is drawn uniformly between
+``MIN_TURNS`` and ``min(MAX_TURNS, kept)``. Turn 1 asks ``explicit_year`` of
+the first property at Y; each later turn asks ``followup`` or, with
+probability one half, ``followup_then``; no question repeats. Every gold is
 the values valid at any time in Y.
 """
 
@@ -21,13 +32,19 @@ import random
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import (
+    askable,
+    pick,
+    refers_cleanly,
+    sensitivity,
+)
 from chronoscope_dagster.chains.model import Chain, Turn
 from chronoscope_dagster.chains.rng import rng_for
 
 FAMILY = "multi_turn_chain"
 MIN_TURNS = 3
 MAX_TURNS = 6
+LEVELS = (2, 1, 0)
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
@@ -36,39 +53,71 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         if name is None:
             continue
         by_year: dict[int, list[str]] = {}
-        for pid in (pid for pid in pids if pid in templates.properties):
+        for pid in (pid for pid in pids if askable(facts, templates, subject, pid)):
             for year in sorted(facts.year_golds(subject, pid)):
                 by_year.setdefault(year, []).append(pid)
         years = sorted(year for year, held in by_year.items() if len(held) >= MIN_TURNS)
+        if not years:
+            continue
         rng = rng_for(seed, FAMILY, subject)
         rng.shuffle(years)
+        chain = _first_chain(facts, templates, rng, subject, name, years, by_year)
+        if chain is None:
+            facts.refuse(subject, "*", None, "scope_insensitive")
+            continue
+        length = rng.randint(MIN_TURNS, min(MAX_TURNS, len(chain)))
+        yield Chain(FAMILY, facts.snapshot_year, chain[0].scope_anchor, tuple(chain[:length]))
+
+
+def _first_chain(
+    facts: SnapshotFacts, templates, rng: random.Random, subject: str, name: str,
+    years: list[int], by_year: dict[int, list[str]],
+) -> list[Turn] | None:  # fmt: skip
+    """The turns of the first year keeping ``MIN_TURNS``, in passes of decreasing
+    strictness (``LEVELS``)."""
+    for level in LEVELS:
         for year in years:
-            turns = _turns(facts, templates, rng, subject, name, year, by_year[year])
-            if len(turns) >= MIN_TURNS:
-                length = rng.randint(MIN_TURNS, min(MAX_TURNS, len(turns)))
-                yield Chain(FAMILY, facts.snapshot_year, str(year), tuple(turns[:length]))
-                break
+            turns = _turns(facts, templates, rng, subject, name, year, by_year[year], level)
+            if len(turns) >= MIN_TURNS and any(
+                sensitivity(facts, subject, turn.pid, turn.scope_anchor)
+                for turn in turns[1:MIN_TURNS]
+            ):
+                return turns
+    return None
 
 
 def _turns(
     facts: SnapshotFacts, templates, rng: random.Random, subject: str, name: str, year: int,
-    pids: list[str],
+    pids: list[str], level: int,
 ) -> list[Turn]:  # fmt: skip
-    """Turns on ``pids`` in a drawn order, each with a gold disjoint from the earlier ones."""
+    """Turns on ``pids`` in a drawn order: the first explicit, each later one implicit, with
+    a gold disjoint from the earlier ones, of ``sensitivity`` at least ``level`` (one of
+    level 0, context, at most), and a reference that can only mean the subject."""
     order = list(pids)
     rng.shuffle(order)
+    anchor = str(year)
+    order[1:] = sorted(order[1:], key=lambda pid: not facts.drifts(subject, pid, anchor))
     turns: list[Turn] = []
+    context = 0
     for pid in order:
         if turns:
+            rank = sensitivity(facts, subject, pid, anchor)
+            if (
+                rank < level
+                or (rank == 0 and context)
+                or not refers_cleanly(facts, templates, subject, pid, turns[-1].canonical_qid)
+            ):
+                continue
             slot = "followup_then" if rng.random() < 0.5 else "followup"
             question = pick(templates, rng, pid, slot)
         else:
             question = pick(templates, rng, pid, "explicit_year", subject=name, year=year)
-        turn = facts.turn(question, subject, pid, str(year), explicit=not turns)
+        turn = facts.turn(question, subject, pid, anchor, explicit=not turns)
         if turn is None or any(
             set(turn.gold_qids) & set(kept.gold_qids) or turn.question == kept.question
             for kept in turns
         ):
             continue
+        context += len(turns) > 0 and sensitivity(facts, subject, pid, anchor) == 0
         turns.append(turn)
     return turns

@@ -10,6 +10,10 @@ so the first answer is wrong for the second year. Turn 1 asks ``explicit_year``
 at y1; turn 2 asks ``scope_switch`` at y2 (the year is explicit, the subject
 implicit). The pair of years and the phrasings are drawn from the item's own
 generator. Gold: the values valid at any point of each turn's year.
+
+Structure (2 turns): 1. explicit, entity, year y1; 2. explicit year y2 (the
+subject implicit), entity: the scored turn, whose gold shares nothing with
+turn 1's.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.common import pick
+from chronoscope_dagster.chains.families.common import askable_pairs, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
 
@@ -25,29 +29,25 @@ FAMILY = "scope_switch"
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
-        name = facts.subject_name(subject)
-        if name is None:
+    for subject, name, pid in askable_pairs(facts, templates):
+        years = facts.year_golds(subject, pid)
+        pairs = [
+            (y1, y2)
+            for y1 in years
+            for y2 in years
+            if y1 != y2 and not set(years[y1].qids) & set(years[y2].qids)
+        ]
+        if not pairs:
             continue
-        for pid in pids:
-            years = facts.year_golds(subject, pid)
-            pairs = [
-                (y1, y2)
-                for y1 in years
-                for y2 in years
-                if y1 != y2 and not set(years[y1].qids) & set(years[y2].qids)
-            ]
-            if not pairs:
-                continue
-            rng = rng_for(seed, FAMILY, subject, pid)
-            y1, y2 = rng.choice(sorted(pairs))
-            first = facts.turn(
-                pick(templates, rng, pid, "explicit_year", subject=name, year=y1),
-                subject, pid, str(y1), explicit=True,
-            )  # fmt: skip
-            second = facts.turn(
-                pick(templates, rng, pid, "scope_switch", year=y2),
-                subject, pid, str(y2), explicit=True,
-            )  # fmt: skip
-            if first and second:
-                yield Chain(FAMILY, facts.snapshot_year, str(y1), (first, second))
+        rng = rng_for(seed, FAMILY, subject, pid)
+        y1, y2 = rng.choice(sorted(pairs))
+        first = facts.turn(
+            pick(templates, rng, pid, "explicit_year", subject=name, year=y1),
+            subject, pid, str(y1), explicit=True,
+        )  # fmt: skip
+        second = facts.turn(
+            pick(templates, rng, pid, "scope_switch", year=y2),
+            subject, pid, str(y2), explicit=True,
+        )  # fmt: skip
+        if first and second:
+            yield Chain(FAMILY, facts.snapshot_year, str(y1), (first, second))

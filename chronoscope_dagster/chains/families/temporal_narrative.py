@@ -4,16 +4,22 @@ What it tests: story-tracking. The user walks forward in time over the same
 subject (same QID) and property, naming each new year; the model must answer
 for each year and follow the changes, not repeat an earlier answer.
 
+Structure (3 to 11 turns, 3 in half the chains): 1. explicit, entity, year Y1;
+then each turn explicit (names its year, not the subject), entity, a later year.
+
 Rule: for each (subject, property) with templates, the usable years are the
 whole-year anchors from 1950 to the snapshot year whose gold can be verbalized;
-consecutive years with the same gold set form a run, and at least three runs
-(two changes) are needed. The length n is drawn in 3..min(11, usable years).
-Three years are drawn from three consecutive runs (so the gold changes at least
-twice whatever else is added), then n - 3 further usable years; all are sorted
-ascending. Turn 1 asks ``explicit_year``; each later turn asks the property's
-``scope_switch`` or the generic ``scope_switch`` (even odds), and the last turn
-uses the generic ``narrative_last`` instead one time in two. Every turn states its year; its gold is the
-set of values valid at any point of that year (``year_golds``).
+consecutive years with the same gold set form a run. A narrative visits runs
+in order, each turn's gold disjoint from the one before it (so no answer is
+correct for two consecutive turns and copying the previous answer never
+scores): from a run, the next is the first later run disjoint from it, up to
+11 turns. The length is 3 with probability ``SHORT_SHARE``, else that of the
+longest such walk (as long as the facts allow); the first run is drawn among those that allow the
+length, and each turn's year within its run. Turn 1 asks ``explicit_year``;
+each later turn asks the property's ``scope_switch`` or the generic
+``scope_switch`` (even odds), and the last turn uses the generic
+``narrative_last`` instead one time in two. Every turn states its year; its
+gold is the set of values valid at any point of that year (``year_golds``).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ FAMILY = "temporal_narrative"
 FIRST_YEAR = 1950
 MIN_TURNS = 3
 MAX_TURNS = 11
+SHORT_SHARE = 0.5
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
@@ -41,10 +48,14 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
         )
         runs = _runs(years, {year: frozenset(golds[year].qids) for year in years})
-        if len(runs) < MIN_TURNS:
+        walks = [_walk(runs, start) for start in range(len(runs))]
+        longest = max((len(walk) for walk in walks), default=0)
+        if longest < MIN_TURNS:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        chosen = _narrative_years(rng, years, runs)
+        length = MIN_TURNS if rng.random() < SHORT_SHARE else longest
+        walk = rng.choice([walk for walk in walks if len(walk) >= length])[:length]
+        chosen = [rng.choice(runs[index][0]) for index in walk]
         questions = [pick(templates, rng, pid, "explicit_year", subject=name, year=chosen[0])]
         questions += [
             _later_question(templates, rng, pid, year, last=index == len(chosen) - 1)
@@ -58,24 +69,29 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             yield Chain(FAMILY, facts.snapshot_year, str(chosen[0]), tuple(turns))
 
 
-def _runs(years: list[int], gold_sets: dict[int, frozenset[str]]) -> list[list[int]]:
+Run = tuple[list[int], frozenset[str]]
+
+
+def _runs(years: list[int], gold_sets: dict[int, frozenset[str]]) -> list[Run]:
     """The sorted years grouped into maximal runs of consecutive years with the same gold."""
-    runs: list[list[int]] = []
+    runs: list[Run] = []
     for year in years:
-        if runs and gold_sets[runs[-1][-1]] == gold_sets[year]:
-            runs[-1].append(year)
+        if runs and runs[-1][1] == gold_sets[year]:
+            runs[-1][0].append(year)
         else:
-            runs.append([year])
+            runs.append(([year], gold_sets[year]))
     return runs
 
 
-def _narrative_years(rng: random.Random, years: list[int], runs: list[list[int]]) -> list[int]:
-    """n ascending years, one from each of three consecutive runs plus n - 3 others."""
-    length = rng.randint(MIN_TURNS, min(MAX_TURNS, len(years)))
-    start = rng.randrange(len(runs) - 2)
-    anchors = [rng.choice(run) for run in runs[start : start + 3]]
-    others = [year for year in years if year not in anchors]
-    return sorted(anchors + rng.sample(others, length - 3))
+def _walk(runs: list[Run], start: int) -> list[int]:
+    """Run indexes from ``start``, each the first later run disjoint from the one before."""
+    walk = [start]
+    for index in range(start + 1, len(runs)):
+        if len(walk) == MAX_TURNS:
+            break
+        if not runs[index][1] & runs[walk[-1]][1]:
+            walk.append(index)
+    return walk
 
 
 def _later_question(templates, rng: random.Random, pid: str, year: int, *, last: bool) -> str:
