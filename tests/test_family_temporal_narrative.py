@@ -93,3 +93,12 @@ def test_a_return_to_the_first_value_counts_as_a_change_but_one_change_is_not_en
     assert [t.answer for t in chain.turns] == ["Rudolf", "Flavia", "Rudolf"]
     once = small_facts({2000: ["Q10"], 2001: ["Q11"], 2002: ["Q11"], 2003: ["Q11"]})
     assert list(temporal_narrative.generate(once, templates, 0)) == []
+
+
+def test_a_long_story_is_told_in_full_and_consecutive_golds_never_share_a_value():
+    alternating = {year: ["Q10" if year % 2 else "Q11"] for year in range(2000, 2008)}
+    for seed in range(10):
+        (chain,) = temporal_narrative.generate(small_facts(alternating), default_templates(), seed)
+        assert [turn.scope_year for turn in chain.turns] == list(range(2000, 2008))
+        for before, turn in zip(chain.turns, chain.turns[1:], strict=False):
+            assert not set(before.gold_qids) & set(turn.gold_qids)

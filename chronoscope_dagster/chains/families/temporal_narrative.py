@@ -13,9 +13,11 @@ consecutive years with the same gold set form a run. A narrative visits runs
 in order, each turn's gold disjoint from the one before it (so no answer is
 correct for two consecutive turns and copying the previous answer never
 scores): from a run, the next is the first later run disjoint from it, up to
-11 turns. The length is 3 with probability ``SHORT_SHARE``, else that of the
-longest such walk (as long as the facts allow); the first run is drawn among those that allow the
-length, and each turn's year within its run. Turn 1 asks ``explicit_year``;
+11 turns. A pair whose longest such walk has ``LONG_WALK`` turns or more (rare:
+a story of five changes) always gets it in full; otherwise the length is 3
+with probability ``SHORT_SHARE``, else the longest walk's; the first run is
+drawn among those that allow the length, and each turn's year within its
+run. Turn 1 asks ``explicit_year``;
 each later turn asks the property's ``scope_switch`` or the generic
 ``scope_switch`` (even odds), and the last turn uses the generic
 ``narrative_last`` instead one time in two. Every turn states its year; its
@@ -37,6 +39,7 @@ FIRST_YEAR = 1950
 MIN_TURNS = 3
 MAX_TURNS = 11
 SHORT_SHARE = 0.5
+LONG_WALK = 6
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
@@ -53,7 +56,8 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         if longest < MIN_TURNS:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        length = MIN_TURNS if rng.random() < SHORT_SHARE else longest
+        short = longest < LONG_WALK and rng.random() < SHORT_SHARE
+        length = MIN_TURNS if short else longest
         walk = rng.choice([walk for walk in walks if len(walk) >= length])[:length]
         chosen = [rng.choice(runs[index][0]) for index in walk]
         questions = [pick(templates, rng, pid, "explicit_year", subject=name, year=chosen[0])]
