@@ -13,7 +13,7 @@ from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.records import turns_table
+from chronoscope_dagster.chains.records import family_turns_table
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -65,8 +65,9 @@ def family_asset(family: str) -> dg.AssetsDefinition:
         year = context.partition_key
         store = warehouse.warehouse
         facts = _facts(store, year)
-        chains = list(module.generate(facts, load_templates(config.language), config.seed))
-        table = turns_table(chains)
+        templates = load_templates(config.language)
+        chains = list(module.generate(facts, templates, config.seed))
+        table, no_explicit = family_turns_table(chains, templates, facts.labels, seed=config.seed)
         store.write_table(f"family_{family}", table, snapshot_year=year)
         store.write_report(
             f"family_{family}",
@@ -74,6 +75,7 @@ def family_asset(family: str) -> dg.AssetsDefinition:
                 "seed": config.seed,
                 "language": config.language,
                 "scopes_refused": dict(sorted(facts.drops.items())),
+                "no_explicit_question": dict(sorted(no_explicit.items())),
             },
             snapshot_year=year,
         )
@@ -87,6 +89,7 @@ def family_asset(family: str) -> dg.AssetsDefinition:
                 "scopes_refused": dg.MetadataValue.json(
                     {reason: facts.drops[reason] for reason in REFUSAL_REASONS}
                 ),
+                "no_explicit_question": dg.MetadataValue.json(dict(sorted(no_explicit.items()))),
                 "seed": config.seed,
                 "preview": dg.MetadataValue.md(
                     markdown_table(

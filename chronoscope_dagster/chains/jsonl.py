@@ -13,7 +13,11 @@ layout. Fields the authors' file lacks are derived: the gold set is the
 turn's value (QID and label), a turn is explicit when its question holds its
 year, the scope is the turn's year; present-day values are read per turn
 first and from the chain second. A line that is not a chain is counted by
-reason, never dropped silently.
+reason, never dropped silently. A turn's explicit question (the ``explicit_scope``
+setting's) is read from the file when it holds one (this project's export), else rendered
+from the templates as for generated chains (``chains.explicit``, seeded by ``seed`` and the
+chain id); where it cannot be (a property without templates, a yes/no turn whose asked
+value has no label in the file) it is null and counted as ``no_explicit_question:<reason>``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,10 @@ from pathlib import Path
 import orjson
 import pyarrow as pa
 
+from chronoscope_dagster.chains.explicit import explicit_question, slot_and_values
+from chronoscope_dagster.chains.model import Turn
 from chronoscope_dagster.chains.records import MERGED_TURNS_SCHEMA
+from chronoscope_dagster.chains.templates import Templates, default_templates
 
 YEAR = re.compile(r"\b(1[0-9]|20)\d\d\b")
 
@@ -85,6 +92,7 @@ def _chain_line(rows: list[dict]) -> bytes:
                 "scope_end_year": r["scope_end_year"],
                 "answer_kind": r["answer_kind"],
                 "asked_qid": r["asked_qid"],
+                "explicit_question": r.get("explicit_question"),
             }
             for r in rows
         ],
@@ -101,8 +109,12 @@ def write_jsonl(lines: Iterable[bytes], path: Path) -> int:
     return count
 
 
-def import_chains(path: Path) -> tuple[pa.Table, Counter[str]]:
-    """Read a chains JSON-lines file into the turns layout; return it and the counts."""
+def import_chains(
+    path: Path, templates: Templates | None = None, seed: int = 42
+) -> tuple[pa.Table, Counter[str]]:
+    """Read a chains JSON-lines file into the turns layout; return it and the counts.
+    ``templates`` (default: English) render the explicit questions the file lacks."""
+    templates = templates or default_templates()
     counts: Counter[str] = Counter()
     rows: list[dict] = []
     with path.open("rb") as handle:
@@ -138,6 +150,11 @@ def import_chains(path: Path) -> tuple[pa.Table, Counter[str]]:
                     default=0,
                 ),
             }
+            for index, turn in enumerate(turns):
+                if turn["explicit_question"] is None:
+                    turn["explicit_question"] = _explicit(
+                        turn, templates, seed, head["chain_id"], index, counts
+                    )
             rows += [{**head, "turn_index": index, **turn} for index, turn in enumerate(turns)]
     return pa.Table.from_pylist(rows, schema=MERGED_TURNS_SCHEMA), counts
 
@@ -173,7 +190,30 @@ def _turn(record: dict, turn: dict) -> dict:
         "present_qids": present_qids,
         "present_labels": present_labels,
         "drift_eligible": bool(turn.get("drift_eligible", False)),
+        "explicit_question": turn.get("explicit_question"),
     }  # fmt: skip
+
+
+def _explicit(
+    row: dict, templates: Templates, seed: int, chain_id: str, index: int, counts: Counter[str]
+) -> str | None:
+    turn = Turn(
+        question=row["question"], pid=row["pid"], subject_qid=row["subject_qid"],
+        subject_label=row["subject_label"], gold_qids=tuple(row["gold_qids"]),
+        gold_labels=tuple(row["gold_labels"]), gold_aliases=tuple(row["gold_aliases"]),
+        answer=row["answer"], canonical_qid=row["canonical_qid"], scope_year=row["scope_year"],
+        scope_anchor=row["scope_anchor"], is_explicit=row["is_explicit"],
+        answer_kind=row["answer_kind"], scope_end_year=row["scope_end_year"],
+        asked_qid=row["asked_qid"],
+    )  # fmt: skip
+    if turn.pid not in templates.properties:
+        counts["no_explicit_question:no_templates"] += 1
+        return None
+    found = slot_and_values(turn, {})
+    if isinstance(found, str):
+        counts[f"no_explicit_question:{found}"] += 1
+        return None
+    return explicit_question(turn, templates, {}, seed=seed, chain_id=chain_id, turn_index=index)
 
 
 def _present_label(record: dict, turn: dict) -> list[str]:

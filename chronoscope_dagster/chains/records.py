@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
+from chronoscope_dagster.chains.explicit import explicit_by_chain
 from chronoscope_dagster.chains.model import Chain
+from chronoscope_dagster.chains.templates import Templates
 
 STRINGS = pa.list_(pa.string())
 TURNS_SCHEMA = pa.schema(
@@ -37,13 +41,18 @@ TURNS_SCHEMA = pa.schema(
         pa.field("present_qids", STRINGS, nullable=False),
         pa.field("present_labels", STRINGS, nullable=False),
         pa.field("drift_eligible", pa.bool_(), nullable=False),
+        pa.field("explicit_question", pa.string()),
     ]
 )
 
 MERGED_TURNS_SCHEMA = TURNS_SCHEMA.append(pa.field("snapshot_year", pa.int32()))
 
 
-def turns_table(chains: Iterable[Chain]) -> pa.Table:
+def turns_table(
+    chains: Iterable[Chain], explicit: Mapping[str, Sequence[str | None]] | None = None
+) -> pa.Table:
+    """One row per turn; ``explicit`` holds each chain's explicit questions by chain id
+    (``chains.explicit``), null where absent."""
     rows = []
     for chain in chains:
         head = {
@@ -55,6 +64,7 @@ def turns_table(chains: Iterable[Chain]) -> pa.Table:
             "implicit_share": chain.implicit_share,
             "span_years": chain.span_years,
         }
+        standalone = (explicit or {}).get(chain.chain_id) or (None,) * chain.length
         for index, turn in enumerate(chain.turns):
             rows.append(
                 {
@@ -78,6 +88,16 @@ def turns_table(chains: Iterable[Chain]) -> pa.Table:
                     "present_qids": list(turn.present_qids),
                     "present_labels": list(turn.present_labels),
                     "drift_eligible": turn.drift_eligible,
+                    "explicit_question": standalone[index],
                 }
             )
     return pa.Table.from_pylist(rows, schema=TURNS_SCHEMA)
+
+
+def family_turns_table(
+    chains: Sequence[Chain], templates: Templates, label_of: Mapping[str, Any], *, seed: int
+) -> tuple[pa.Table, Counter[str]]:
+    """A family's turns with their explicit questions, and the turns left without one by
+    reason (``chains.explicit``)."""
+    explicit, missing = explicit_by_chain(chains, templates, label_of, seed=seed)
+    return turns_table(chains, explicit), missing
