@@ -4,6 +4,7 @@ import dagster as dg
 
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.definitions import defs
+from chronoscope_dagster.partitions import setting_partitions
 
 EXPECTED_ASSETS = {
     "wikidata_dump": ([], "ingest", "snapshot_year"),
@@ -117,3 +118,12 @@ def test_jobs():
     assert defs.resolve_job_def("chronoscope_main")
     ci = defs.resolve_job_def("ci_checks")
     assert isinstance(ci, dg.JobDefinition)
+
+
+def test_the_setting_dimension_has_the_explicit_scope_control():
+    assert setting_partitions.get_partition_keys() == [
+        "gold_context",
+        "self_conditioned",
+        "questions_only",
+        "explicit_scope",
+    ]

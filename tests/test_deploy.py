@@ -88,6 +88,7 @@ def test_the_deployment_instance_keeps_runs_in_postgres(postgres_database, tmp_p
             "copy_previous",
             "oracle",
             "present_day",
+            "scope_blind",
         ]
         [record] = instance.get_run_records()
         assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS

@@ -20,12 +20,14 @@ from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
+MODELS = ("local", "oracle", "present_day", "copy_previous", "scope_blind")
+
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
     home, _ = sample_home
     store = Warehouse(home)
     assert sorted((p["model"], p["setting"]) for p in store.partitions("predictions")) == sorted(
-        (m, s) for m in ("local", "oracle", "present_day", "copy_previous") for s in SETTINGS
+        (m, s) for m in MODELS for s in SETTINGS
     )
     rows = store.query(
         """SELECT p.model, p.setting, count(*) AS n, count_if(p.scored) AS scored,
@@ -33,6 +35,8 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
                   count_if(p.prediction = coalesce(t.present_labels[1], 'I don''t know')) AS present,
                   count_if(p.prediction = coalesce(prev.answer, '')) AS copied,
                   count_if(p.prediction = '') AS empty,
+                  count_if(p.prediction = CASE WHEN t.is_explicit THEN t.answer
+                      ELSE coalesce(t.present_labels[1], 'I don''t know') END) AS blind,
                   count_if(p.error IS NOT NULL) AS errors,
                   count_if(p.completion_tokens > 8) AS too_long
            FROM predictions p JOIN turns t USING (chain_id, turn_index)
@@ -46,9 +50,10 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
                   sum(t.chain_length) FILTER (WHERE s.in_self_conditioned) AS self_turns
            FROM eval_sample s JOIN turns t ON t.chain_id = s.chain_id AND t.turn_index = 0"""
     ).to_pylist()[0]
-    for model in ("local", "oracle", "present_day", "copy_previous"):
+    for model in MODELS:
         assert by_key[(model, "gold_context")]["n"] == sample["scored"]
         assert by_key[(model, "questions_only")]["n"] == sample["scored"]
+        assert by_key[(model, "explicit_scope")]["n"] == sample["scored"]
         assert by_key[(model, "self_conditioned")]["n"] == sample["self_turns"]
         for setting in SETTINGS:
             assert by_key[(model, setting)]["errors"] == 0
@@ -63,6 +68,17 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
     # nothing to copy on the first turn, so nothing later either when conditioned on itself
     assert copy["questions_only"]["empty"] == copy["questions_only"]["n"]
     assert copy["self_conditioned"]["empty"] == copy["self_conditioned"]["n"]
+    assert copy["explicit_scope"]["empty"] == copy["explicit_scope"]["n"]
+    blind = {setting: by_key[("scope_blind", setting)] for setting in SETTINGS}
+    assert blind["explicit_scope"]["gold"] == blind["explicit_scope"]["n"]
+    for setting in ("gold_context", "questions_only", "self_conditioned"):
+        assert blind[setting]["blind"] == blind[setting]["n"]
+    explicit = store.query(
+        """SELECT count(*) AS n, count(explicit_question) AS rendered,
+                  count_if(explicit_question LIKE '%' || subject_label || '%') AS named
+           FROM turns"""
+    ).to_pylist()[0]
+    assert explicit["rendered"] == explicit["n"] == explicit["named"]
     local = store.query(
         "SELECT count(DISTINCT prediction) AS answers FROM predictions WHERE model = 'local'"
     ).to_pylist()[0]
@@ -79,7 +95,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )
-    assert len(results) == 12 and all(r.success for r in results)
+    assert len(results) == len(MODELS) * len(SETTINGS) and all(r.success for r in results)
     for result in results:
         [event] = result.get_asset_materialization_events()
         metadata = event.materialization.metadata
@@ -87,7 +103,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
             assert metadata["backend_calls"].value == 0
             assert metadata["cache_misses"].value == 0
             assert metadata["cache_hits"].value == metadata["dagster/row_count"].value
-    for model in ("local", "oracle", "present_day", "copy_previous"):
+    for model in MODELS:
         for setting in SETTINGS:
             original = Warehouse(home).data_path("predictions", model=model, setting=setting)
             again = Warehouse(copy).data_path("predictions", model=model, setting=setting)
@@ -181,11 +197,11 @@ def test_metrics_leaderboard_and_report(sample_home):
         "SELECT * FROM leaderboard WHERE subset = 'eval_sample' ORDER BY model, setting"
     ).to_pylist()
     assert [(r["model"], r["setting"]) for r in board] == sorted(
-        (m, s) for m in ("local", "oracle", "present_day", "copy_previous") for s in SETTINGS
+        (m, s) for m in MODELS for s in SETTINGS
     )
     comparisons = pq.read_table(home / "leaderboard" / "comparisons.parquet").to_pylist()
     assert {(r["setting"], r["model"], r["baseline"]) for r in comparisons} == {
-        (s, m, "local") for m in ("oracle", "present_day", "copy_previous") for s in SETTINGS
+        (s, m, "local") for m in MODELS[1:] for s in SETTINGS
     }, "the first registry entry is the baseline"
     for row in comparisons:
         local = overall[("local", row["setting"], row["metric"])]
@@ -198,6 +214,26 @@ def test_metrics_leaderboard_and_report(sample_home):
     assert "| oracle | 1.000 |" in markdown
     assert "## Paired comparisons" in markdown
     assert "| Gold context | oracle vs local | Acc@1 | 1.000 |" in markdown
+    knowledge = {
+        (r["model"], r["setting"], r["metric"]): r
+        for r in pq.read_table(home / "leaderboard" / "knowledge.parquet").to_pylist()
+        if r["stratum"] == "overall"
+    }
+    paper = ("gold_context", "self_conditioned", "questions_only")
+    assert {(m, s) for m, s, _ in knowledge} == {(m, s) for m in MODELS for s in paper}
+    for setting in paper:
+        assert knowledge[("oracle", setting, "known_rate_at1")]["value"] == 1.0
+        assert knowledge[("oracle", setting, "scope_loss_rate_at1")]["value"] == 0.0
+        assert knowledge[("scope_blind", setting, "known_rate_at1")]["value"] == 1.0
+        assert knowledge[("scope_blind", setting, "scope_loss_rate_eligible_at1")]["value"] == 1.0
+        assert knowledge[("scope_blind", setting, "drift_given_known_at1")]["value"] == 1.0
+        for metric in ("known_rate_at1", "scope_loss_rate_at1"):
+            local = knowledge[("local", setting, metric)]
+            assert local["ci_low"] <= local["value"] <= local["ci_high"]
+    assert "## Known alone, lost in conversation, drifted to today" in markdown
+    assert "| scope_blind | Gold context | 1.000" in markdown
+    assert "Explicit scope" not in markdown.split("## Paired comparisons")[0], "Table 3: three"
+    assert (out / "knowledge.png").exists()
     assert "<h2>Paired comparisons" in (out / "report.html").read_text()
     for name in ("final_by_length", "drift_by_followup", "accuracy_by_family", "models_with_ci"):
         assert (out / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
@@ -215,6 +251,32 @@ def test_a_wrong_oracle_answer_fails_the_run(sample_home, tmp_path):
     path = Warehouse(copy).data_path("predictions", model="oracle", setting="gold_context")
     rows = pq.read_table(path).to_pylist()
     rows[0].update(prediction="Nobody", candidates=["Nobody"])
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    with pytest.raises(RunFailed, match="metrics_reference_systems_behave"):
+        run_selection(
+            home=str(copy),
+            selection="metrics",
+            models=str(REFERENCE_MODELS),
+            instance=dg.DagsterInstance.ephemeral(),
+            echo=lambda _: None,
+        )
+
+
+def test_a_scope_blind_that_keeps_an_implicit_scope_fails_the_run(sample_home, tmp_path):
+    copy = copy_home(sample_home[0], tmp_path)
+    store = Warehouse(copy)
+    [kept] = store.query(
+        """SELECT p.chain_id, p.turn_index, t.answer FROM predictions p
+           JOIN turns t USING (chain_id, turn_index)
+           WHERE p.model = 'scope_blind' AND p.setting = 'gold_context' AND p.scored
+             AND t.drift_eligible AND NOT t.is_explicit
+           ORDER BY ALL LIMIT 1"""
+    ).to_pylist()
+    path = store.data_path("predictions", model="scope_blind", setting="gold_context")
+    rows = pq.read_table(path).to_pylist()
+    for row in rows:
+        if (row["chain_id"], row["turn_index"]) == (kept["chain_id"], kept["turn_index"]):
+            row.update(prediction=kept["answer"], candidates=[kept["answer"]])
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
     with pytest.raises(RunFailed, match="metrics_reference_systems_behave"):
         run_selection(

@@ -27,17 +27,20 @@ from chronoscope_dagster.evaluation.inference import (
     predict,
     predictions_table,
 )
+from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_SCHEMA, knowledge_metrics
 from chronoscope_dagster.evaluation.matching import score_turns
 from chronoscope_dagster.evaluation.metrics import compute_metrics, reference_results_json
-from chronoscope_dagster.evaluation.prompts import SETTINGS, Setting
+from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS, Setting
 from chronoscope_dagster.evaluation.report import (
     HEADLINE,
     comparisons_markdown,
+    knowledge_markdown,
     leaderboard_table,
     markdown_tables,
     render_html,
     render_markdown,
     table5,
+    write_knowledge_plot,
     write_plots,
 )
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
@@ -63,7 +66,8 @@ class PredictionConfig(dg.Config):
 def sample_turns_sql(store: Warehouse, setting: Setting) -> str:
     only_self = "AND s.in_self_conditioned" if setting is Setting.SELF_CONDITIONED else ""
     return f"""
-        SELECT t.chain_id, t.turn_index, t.question, t.answer, t.present_labels
+        SELECT t.chain_id, t.turn_index, t.question, t.answer, t.present_labels,
+               t.is_explicit, t.explicit_question
         FROM {parquet_source(store.data_path("turns"))} t
         JOIN {parquet_source(store.data_path("eval_sample"))} s USING (chain_id)
         WHERE true {only_self}
@@ -265,7 +269,7 @@ def scored_turns_sql(
                p.turn_index - {first} + 1 AS followup_pos,
                p.turn_index = t.chain_length - 1 AS is_final,
                p.prediction, p.candidates, t.answer, t.gold_labels, t.gold_aliases,
-               t.present_labels, t.drift_eligible,
+               t.present_labels, t.drift_eligible, t.is_explicit,
                len(t.present_labels) > 0 AS present_available,
                p.error IS NOT NULL AS error
         FROM {parquet_source(predictions_path)} p
@@ -379,6 +383,53 @@ def all_metrics(store: Warehouse, asset: str = "metrics") -> pa.Table | None:
 
 COMPARISONS_FILE = "comparisons.parquet"
 """Beside the leaderboard's data: every model against the baseline (``COMPARISONS_SCHEMA``)."""
+KNOWLEDGE_FILE = "knowledge.parquet"
+"""Beside the leaderboard's data: known alone / lost in conversation / drifted to today per
+model and setting (``KNOWLEDGE_SCHEMA`` with ``model`` and ``setting`` first)."""
+MODEL_KNOWLEDGE_SCHEMA = pa.schema(
+    [pa.field(name, pa.string(), nullable=False) for name in ("model", "setting")]
+    + list(KNOWLEDGE_SCHEMA)
+)
+
+
+def knowledge_of(
+    store: Warehouse, model: str, setting: str, *, bootstrap: int, seed: int
+) -> pa.Table | None:
+    """The knowledge metrics of ``model`` in ``setting`` against its explicit-scope run, in
+    the match mode of its metrics; None unless both have metrics in the same mode."""
+    modes = {
+        s: store.read_report("metrics", model=model, setting=s)["match_mode"]
+        for s in (setting, Setting.EXPLICIT_SCOPE.value)
+        if store.has("metrics", model=model, setting=s)
+    }
+    if len(modes) < 2 or len(set(modes.values())) > 1:
+        return None
+    mode = modes[setting]
+    table = knowledge_metrics(
+        scored_turns(store, model, setting, mode),
+        scored_turns(store, model, Setting.EXPLICIT_SCOPE.value, mode),
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    for position, (name, value) in enumerate((("model", model), ("setting", setting))):
+        table = table.add_column(position, name, pa.array([value] * table.num_rows, pa.string()))
+    return table.cast(MODEL_KNOWLEDGE_SCHEMA)
+
+
+def model_knowledge(store: Warehouse, models: list[str], config: "LeaderboardConfig") -> pa.Table:
+    """The knowledge metrics of every model in every paper setting it has them for."""
+    tables = [
+        found
+        for model in models
+        for setting in PAPER_SETTINGS
+        if (
+            found := knowledge_of(
+                store, model, setting.value, bootstrap=config.bootstrap, seed=config.seed
+            )
+        )
+        is not None
+    ]
+    return pa.concat_tables([MODEL_KNOWLEDGE_SCHEMA.empty_table(), *tables])
 
 
 class LeaderboardConfig(dg.Config):
@@ -446,7 +497,9 @@ def model_comparisons(
     "evaluation sample and for the paraphrased subset as templated and as paraphrased; the "
     "paper's Tables 3, 4, 5, 8 and 9 as Markdown in the metadata; each model against the "
     "baseline ('A vs B': differences with paired bootstrap intervals and p-values) in "
-    "comparisons.parquet beside it and in the metadata.",
+    "comparisons.parquet beside it and in the metadata; per model and setting, known alone / "
+    "lost in conversation / drifted to today against its explicit-scope run in "
+    "knowledge.parquet beside it and in the metadata.",
 )
 def leaderboard(
     config: LeaderboardConfig,
@@ -467,6 +520,7 @@ def leaderboard(
     except ValueError as error:
         raise dg.Failure(str(error)) from error
     comparisons, uncompared = model_comparisons(store, order, config)
+    knowledge = model_knowledge(store, order, config)
     paraphrase = all_metrics(store, "paraphrase_metrics")
     tables = [leaderboard_table(every)]
     markdown = markdown_tables(every)
@@ -475,10 +529,14 @@ def leaderboard(
         markdown["table5"] = table5(paraphrase)
     if comparisons.num_rows:
         markdown["comparisons"] = comparisons_markdown(comparisons)
+    if knowledge.num_rows:
+        markdown["knowledge"] = knowledge_markdown(knowledge)
     table = pa.concat_tables(tables)
     store.write_table("leaderboard", table)
     with store.writing("leaderboard", COMPARISONS_FILE) as path:
         pq.write_table(comparisons, path, compression="zstd")
+    with store.writing("leaderboard", KNOWLEDGE_FILE) as path:
+        pq.write_table(knowledge, path, compression="zstd")
     warehouse.refresh_views(duckdb)
     return dg.MaterializeResult(
         metadata={
@@ -528,17 +586,21 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         )
     comparisons_path = store.partition_dir("leaderboard") / COMPARISONS_FILE
     comparisons = pq.read_table(comparisons_path) if comparisons_path.exists() else None
-    markdown = render_markdown(every, plots, provenance, paraphrase, comparisons)
+    knowledge_path = store.partition_dir("leaderboard") / KNOWLEDGE_FILE
+    knowledge = pq.read_table(knowledge_path) if knowledge_path.exists() else None
+    if knowledge is not None and (found := write_knowledge_plot(knowledge, staging)):
+        plots.append(found)
+    markdown = render_markdown(every, plots, provenance, paraphrase, comparisons, knowledge)
     (staging / "report.md").write_text(markdown, encoding="utf-8")
     (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")
     results = staging / "results"
     results.mkdir()
     for model in models:
         by_setting = {
-            setting: every.filter(
-                pc.and_(pc.equal(every["model"], model), pc.equal(every["setting"], setting))
+            setting.value: every.filter(
+                pc.and_(pc.equal(every["model"], model), pc.equal(every["setting"], setting.value))
             )
-            for setting in SETTINGS
+            for setting in PAPER_SETTINGS
         }
         document = reference_results_json(
             {s: t for s, t in by_setting.items() if t.num_rows},

@@ -193,7 +193,8 @@ def variant_turns_sql(store: Warehouse, variant: str) -> str:
     the columns of ``sample_turns_sql``."""
     question = {"original": "t.question", "paraphrased": "p.paraphrase"}[variant]
     return f"""
-        SELECT t.chain_id, t.turn_index, {question} AS question, t.answer, t.present_labels
+        SELECT t.chain_id, t.turn_index, {question} AS question, t.answer, t.present_labels,
+               t.is_explicit, t.explicit_question
         FROM {parquet_source(store.data_path("turns"))} t
         JOIN {parquet_source(store.data_path("paraphrased_subset"))} p
             USING (chain_id, turn_index)

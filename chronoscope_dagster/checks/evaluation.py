@@ -9,8 +9,14 @@ import pyarrow.parquet as pq
 from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
 from chronoscope_dagster.assets.paraphrase import VARIANTS, variant_turns_sql
 from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
-from chronoscope_dagster.evaluation.metrics import consistency_problems
-from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.evaluation.knowledge import (
+    REFERENCE_EXPLICIT_ACC,
+    REFERENCE_KNOWLEDGE,
+    knowledge_metrics,
+    reference_knowledge_problems,
+)
+from chronoscope_dagster.evaluation.metrics import OVERALL, consistency_problems
+from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
@@ -176,6 +182,35 @@ def _copy_previous_mismatches(
     return int(n), int(wrong or 0)
 
 
+def _knowledge_problems(store: Warehouse, backend: str, model: str, setting: Setting) -> list[str]:
+    """A reference system's knowledge metrics (``REFERENCE_KNOWLEDGE``) in the paper settings
+    this partition pairs with: the setting itself, or under explicit scope every paper setting
+    with metrics; nothing until both sides of a pair have metrics in the same match mode."""
+    explicit = Setting.EXPLICIT_SCOPE
+    settings = PAPER_SETTINGS if setting is explicit else (setting,)
+    problems = []
+    for paired in settings:
+        if not all(store.has("metrics", model=model, setting=s) for s in (paired, explicit)):
+            continue
+        modes = {
+            store.read_report("metrics", model=model, setting=s)["match_mode"]
+            for s in (paired, explicit)
+        }
+        if len(modes) > 1:
+            continue
+        (mode,) = modes
+        knowledge = knowledge_metrics(
+            scored_turns(store, model, paired, mode),
+            scored_turns(store, model, explicit, mode),
+            bootstrap=0,
+        )
+        problems += [
+            f"{backend} {model}/{paired} against {explicit}: {problem}"
+            for problem in reference_knowledge_problems(backend, knowledge)
+        ]
+    return problems
+
+
 def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinition]:
     variants = (None,) if asset == "metrics" else VARIANTS
 
@@ -185,8 +220,11 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         blocking=True,
         description="The oracle scores 1.0 on every accuracy and F1 metric in every stratum and "
         "never drifts; the present-day system is wrong and drifts on every drift-eligible turn; "
-        "copy_previous answers the previous turn's gold (gold context), nothing questions-only, "
-        "its own previous answer self-conditioned.",
+        "copy_previous answers the previous turn's gold (gold context), nothing questions-only "
+        "and explicit-scope, its own previous answer self-conditioned; scope_blind scores 1.0 "
+        "under explicit scope; against its explicit-scope run, the oracle knows every turn and "
+        "loses none, scope_blind knows every turn and loses (drifts on) every drift-eligible "
+        "implicit one, in every paper setting.",
     )
     def reference_systems_behave(
         context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
@@ -197,7 +235,22 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         for model, setting in checked_model_partitions(context, store, asset):
             report = store.read_report(predictions, model=model, setting=setting)
             backend = report["backend"]["backend"]
-            if backend == "oracle":
+            if asset == "metrics" and backend in REFERENCE_KNOWLEDGE:
+                problems += _knowledge_problems(store, backend, model, setting)
+            if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:
+                expected = REFERENCE_EXPLICIT_ACC[backend]
+                table = pq.read_table(store.data_path(asset, model=model, setting=setting))
+                problems += [
+                    f"{backend} {model}/{setting} {row.get('variant') or ''}: acc_at1 = "
+                    f"{row['value']}, not {expected}"
+                    for row in table.to_pylist()
+                    if row["stratum"] == OVERALL
+                    and row["metric"] == "acc_at1"
+                    and row["value"] != expected
+                ]
+            if backend == "scope_blind":
+                checked.append(f"{model}/{setting}")
+            elif backend == "oracle":
                 checked.append(f"{model}/{setting}")
                 table = pq.read_table(store.data_path(asset, model=model, setting=setting))
                 for row in table.to_pylist():

@@ -3,7 +3,9 @@
 Gold-context and questions-only prompts do not depend on earlier outputs, so every scored
 turn goes in one stream of batches. Self-conditioned runs are turn-synchronous: turn 1 of
 every chain in one batch, then turn 2 of every chain with its own history, and so on; a chain
-whose earlier turn failed stops there, and its later turns are recorded as skipped.
+whose earlier turn failed stops there, and its later turns are recorded as skipped. Under
+explicit scope every scored turn is its explicit question alone; a turn without one is
+recorded with the error ``NO_EXPLICIT_QUESTION`` and never sent.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from chronoscope_dagster.llm.base import ChatRequest, Completion, Decoding
 from chronoscope_dagster.llm.cache import CachedChat
 
 SKIPPED_AFTER_ERROR = "skipped: an earlier turn of the chain failed"
+NO_EXPLICIT_QUESTION = "no_explicit_question: the turn has no explicit question"
+TURN_COLUMNS = ("chain_id", "turn_index", "question", "answer", "present_labels")
+"""What ``chains_from_turns`` needs; ``is_explicit`` and ``explicit_question`` are read too
+when present (explicit scope needs the second)."""
 
 PREDICTIONS_SCHEMA = pa.schema(
     [
@@ -42,12 +48,23 @@ class EvalChain:
     questions: tuple[str, ...]
     answers: tuple[str, ...]
     present_day: tuple[str, ...]
+    explicit: tuple[bool, ...] = ()
+    """Whether each turn's own question states its scope (reference systems read it)."""
+    explicit_questions: tuple[str | None, ...] = ()
 
     def request(self, turn: int, setting: Setting, earlier: Sequence[str]) -> ChatRequest:
+        alone = setting is Setting.EXPLICIT_SCOPE
+        questions = tuple(q or "" for q in self.explicit_questions) if alone else self.questions
         return ChatRequest(
-            messages=conversation(self.questions, earlier, turn, setting),
+            messages=conversation(questions, earlier, turn, setting),
             gold=self.answers[turn],
             present_day=self.present_day[turn],
+            states_scope=alone or (bool(self.explicit) and self.explicit[turn]),
+        )
+
+    def can_ask(self, turn: int, setting: Setting) -> bool:
+        return setting is not Setting.EXPLICIT_SCOPE or (
+            turn < len(self.explicit_questions) and self.explicit_questions[turn] is not None
         )
 
 
@@ -61,13 +78,19 @@ class Prediction:
 
 def chains_from_turns(turns: pa.Table) -> list[EvalChain]:
     """Chains from rows of the ``turns`` table (any order), in chain-id order."""
-    by_chain: dict[str, list[tuple[int, str, str, str]]] = {}
-    for row in turns.select(
-        ["chain_id", "turn_index", "question", "answer", "present_labels"]
-    ).to_pylist():
+    optional = [c for c in ("is_explicit", "explicit_question") if c in turns.column_names]
+    by_chain: dict[str, list[tuple]] = {}
+    for row in turns.select([*TURN_COLUMNS, *optional]).to_pylist():
         present = row["present_labels"][0] if row["present_labels"] else ""
         by_chain.setdefault(row["chain_id"], []).append(
-            (row["turn_index"], row["question"], row["answer"], present)
+            (
+                row["turn_index"],
+                row["question"],
+                row["answer"],
+                present,
+                bool(row.get("is_explicit")),
+                row.get("explicit_question"),
+            )
         )
     chains = []
     for chain_id in sorted(by_chain):
@@ -80,6 +103,8 @@ def chains_from_turns(turns: pa.Table) -> list[EvalChain]:
                 tuple(r[1] for r in rows),
                 tuple(r[2] for r in rows),
                 tuple(r[3] for r in rows),
+                tuple(r[4] for r in rows) if "is_explicit" in optional else (),
+                tuple(r[5] for r in rows) if "explicit_question" in optional else (),
             )
         )
     return chains
@@ -113,11 +138,19 @@ def predict(
         for chain in chains
         for turn in scored_turns(len(chain.questions), first_scored_turn)
     ]
-    requests = [chain.request(turn, setting, chain.answers) for chain, turn in items]
-    completions = chat.complete(requests, decoding, progress)
+    asked = [(chain, turn) for chain, turn in items if chain.can_ask(turn, setting)]
+    requests = [chain.request(turn, setting, chain.answers) for chain, turn in asked]
+    completions = iter(chat.complete(requests, decoding, progress))
     return [
-        Prediction(chain.chain_id, turn, True, completion)
-        for (chain, turn), completion in zip(items, completions, strict=True)
+        Prediction(
+            chain.chain_id,
+            turn,
+            True,
+            next(completions)
+            if chain.can_ask(turn, setting)
+            else Completion(error=NO_EXPLICIT_QUESTION),
+        )
+        for chain, turn in items
     ]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_LABELS
+from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS
 from chronoscope_dagster.markdown import markdown_table
 
 HEADLINE = {
@@ -27,6 +28,7 @@ SETTING_LABELS = {
     "gold_context": "Gold context",
     "self_conditioned": "Self-conditioned",
     "questions_only": "Questions only",
+    "explicit_scope": "Explicit scope",
 }
 
 
@@ -42,9 +44,14 @@ def _models(frame: pd.DataFrame) -> list[str]:
     return sorted(frame["model"].unique())
 
 
-def _settings(frame: pd.DataFrame) -> list[str]:
+def _settings(frame: pd.DataFrame, among: Sequence[str] = SETTINGS) -> list[str]:
     present = set(frame["setting"])
-    return [s for s in SETTINGS if s in present]
+    return [s for s in among if s in present]
+
+
+def _paper_settings(frame: pd.DataFrame) -> list[str]:
+    """The paper's three settings present: its tables and the plots show no others."""
+    return _settings(frame, [s.value for s in PAPER_SETTINGS])
 
 
 def _levels(frame: pd.DataFrame, dimension: str) -> list[str]:
@@ -121,7 +128,9 @@ def leaderboard_table(metrics: pa.Table, *, subset: str = "eval_sample") -> pa.T
 def _headline_table(rows: Sequence[tuple[Sequence[str], pd.DataFrame]], keys: Sequence[str]) -> str:
     """Settings x (Acc@1, Final@1, Chain@1, Drift@1) of the overall stratum: one Markdown row
     per (key cells, frame of one model)."""
-    settings = [s for s in SETTINGS if any(s in set(frame["setting"]) for _, frame in rows)]
+    settings = [
+        s.value for s in PAPER_SETTINGS if any(s in set(frame["setting"]) for _, frame in rows)
+    ]
     return markdown_table(
         [*keys, *(f"{SETTING_LABELS[s]} {label}" for s in settings for label in HEADLINE.values())],
         [
@@ -163,7 +172,7 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
     """The paper's Table 3 (settings x Acc/Final/Chain/Drift), Table 4 (Final@1 by length),
     Table 8 (Acc@1 by family) and Table 9 (Acc@1 by follow-up position)."""
     frame = _frame(metrics)
-    models, settings = _models(frame), _settings(frame)
+    models, settings = _models(frame), _paper_settings(frame)
     table3 = _headline_table(
         [((model,), frame[frame["model"] == model]) for model in models], ["model"]
     )
@@ -230,6 +239,65 @@ def comparisons_markdown(comparisons: pa.Table) -> str:
     )
 
 
+def knowledge_markdown(knowledge: pa.Table) -> str:
+    """Known alone / lost in conversation / drifted to today (overall rows of the
+    leaderboard's knowledge table), per model and setting, with 95% intervals and
+    denominators."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    for row in knowledge.to_pylist():
+        if row["stratum"] != "overall" or row["metric"] not in KNOWLEDGE_LABELS:
+            continue
+        text = f"{row['value']:.3f}"
+        if row["ci_low"] is not None:
+            text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+        cells.setdefault((row["model"], row["setting"]), {})[row["metric"]] = (
+            f"{text} (n={row['denominator']})"
+        )
+    return markdown_table(
+        ["model", "setting", *KNOWLEDGE_LABELS.values()],
+        [
+            [model, SETTING_LABELS.get(setting, setting)]
+            + [values.get(metric, "-") for metric in KNOWLEDGE_LABELS]
+            for (model, setting), values in cells.items()
+        ],
+    )
+
+
+def write_knowledge_plot(knowledge: pa.Table, out_dir: Path) -> Path | None:
+    """Bars of known alone / lost in conversation / drifted to today per model, one panel
+    per setting; None without rows."""
+    rows = [r for r in knowledge.to_pylist() if r["stratum"] == "overall"]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    settings = [s.value for s in PAPER_SETTINGS if any(r["setting"] == s for r in rows)]
+    models = sorted({r["model"] for r in rows})
+    value = {(r["model"], r["setting"], r["metric"]): r for r in rows}
+    figure, axes = plt.subplots(1, len(settings), figsize=(4.5 * len(settings), 3.6), squeeze=False)
+    width = 0.8 / len(KNOWLEDGE_LABELS)
+    for ax, setting in zip(axes[0], settings, strict=True):
+        for index, (metric, label) in enumerate(KNOWLEDGE_LABELS.items()):
+            found = [value.get((m, setting, metric)) for m in models]
+            ax.bar(
+                [i + index * width for i in range(len(models))],
+                [0.0 if f is None else f["value"] for f in found],
+                width=width,
+                label=label,
+            )
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(models))], models, rotation=30,
+                      ha="right", fontsize=8)  # fmt: skip
+        ax.set_ylim(0, 1.02)
+        ax.set_title(SETTING_LABELS[setting])
+    axes[0][-1].legend(fontsize=8)
+    figure.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _save(figure, out_dir / "knowledge.png")
+
+
 def _p_value(p: float | None) -> str:
     if p is None:
         return "-"
@@ -243,7 +311,7 @@ def write_plots(metrics: pa.Table, out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     frame = _frame(metrics)
-    models, settings = _models(frame), _settings(frame)
+    models, settings = _models(frame), _paper_settings(frame)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
 
@@ -354,6 +422,7 @@ def render_markdown(
     provenance: dict[str, str],
     paraphrase_metrics: pa.Table | None = None,
     comparisons: pa.Table | None = None,
+    knowledge: pa.Table | None = None,
 ) -> str:
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
@@ -363,6 +432,16 @@ def render_markdown(
     if comparisons is not None and comparisons.num_rows:
         lines += ["", "## Paired comparisons (A vs B; chains resampled for both)", ""]
         lines += [comparisons_markdown(comparisons)]
+    if knowledge is not None and knowledge.num_rows:
+        lines += ["", "## Known alone, lost in conversation, drifted to today", ""]
+        lines += [
+            "Against each model's explicit-scope run (every scored turn asked alone with its "
+            "scope stated): the share of scored turns it knows alone; of the implicit turns it "
+            "knows, the share answered wrong in the setting; of those that are drift-eligible, "
+            "the share answered with today's value.",
+            "",
+            knowledge_markdown(knowledge),
+        ]
     lines += ["", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
     if paraphrase_metrics is not None and paraphrase_metrics.num_rows:
         lines += ["", "## Templated vs paraphrased questions (Table 5)", ""]

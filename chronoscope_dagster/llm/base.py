@@ -28,12 +28,14 @@ class Decoding:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One conversation to answer. ``gold`` and ``present_day`` are what the reference systems
-    answer from; real backends never see them, and they are not part of the cache key."""
+    """One conversation to answer. ``gold``, ``present_day`` and ``states_scope`` (the current
+    question itself states its time scope) are what the reference systems answer from; real
+    backends never see them, and they are not part of the cache key."""
 
     messages: tuple[Message, ...]
     gold: str = ""
     present_day: str = ""
+    states_scope: bool = False
 
     def as_openai(self) -> list[dict[str, str]]:
         return [{"role": role, "content": content} for role, content in self.messages]

@@ -1,6 +1,7 @@
 """Reference systems that prove the metrics end to end: one always right, one always
 answering what is true today, one copying the previous answer (the shortcut a chain must not
-reward). They cost nothing, so they are never cached."""
+reward), one right only when the question states its scope (what scope loss measures). They
+cost nothing, so they are never cached."""
 
 from __future__ import annotations
 
@@ -53,3 +54,14 @@ class CopyPreviousSystem(OracleSystem):
         return next(
             (content for role, content in reversed(request.messages) if role == "assistant"), ""
         )
+
+
+class ScopeBlindSystem(OracleSystem):
+    """Answers the gold when the current question itself states its time scope (an explicit
+    turn, every explicit-scope request) and the present-day value otherwise, abstaining where
+    there is none: it knows every fact alone and loses every scope left to the conversation."""
+
+    def answer(self, request: ChatRequest) -> str:
+        if request.states_scope:
+            return request.gold
+        return request.present_day or NO_PRESENT_VALUE
