@@ -4,7 +4,6 @@ turn's year, joined by QID."""
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 import pytest
 

@@ -97,7 +97,7 @@ def test_exact_chains_on_a_hand_built_snapshot():
             c for c in interval_change.generate(facts, templates, seed) if c.turns[0].pid == "P6"
         ]
         (chain,) = chains
-        first, update, follow, second, last_update, *rest = chain.turns
+        first, _, follow, second, last_update, *_ = chain.turns
         for turn in (first, second):
             before, after = heads[turn.scope_year], heads[turn.scope_end_year]
             assert turn.answer == ("yes" if before != after else "no")
