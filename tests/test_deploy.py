@@ -242,7 +242,7 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
 
         def finished_runs(model: str) -> list[dict] | None:
             mine = model_runs(servers.url, model)
-            if len(mine) < 4 or any(
+            if len(mine) < len(SETTINGS) + 1 or any(
                 r["status"] not in ("SUCCESS", "FAILURE", "CANCELED") for r in mine
             ):
                 return None
@@ -252,7 +252,7 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
             lambda: finished_runs("oracle"), 400, "the sensor's runs", servers.logs
         )
         assert {r["status"] for r in sensor_runs} == {"SUCCESS"}, servers.logs()
-        assert len(sensor_runs) == 4, "three settings and the probe"
+        assert len(sensor_runs) == len(SETTINGS) + 1, "every setting and the probe"
 
         added = servers.graphql(
             """mutation Add($repo: RepositorySelector!, $key: String!) {
@@ -290,7 +290,7 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
             assert {by_run.get(run) for run in {m["runId"] for m in materialized}} == {
                 "SUCCEEDED"
             }, executions
-            assert len(executions) == 6, "three settings of each model, one execution a run"
+            assert len(executions) == 2 * len(SETTINGS), "every setting of each model, one a run"
     finally:
         servers.stop()
     store = Warehouse(home)

@@ -8,15 +8,16 @@ import pytest
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import REFERENCE_MODELS, SAMPLE_OP_CONFIG
+from tests.conftest import REFERENCE_MODELS, SAMPLE_OP_CONFIG, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
 def test_every_run_and_check_passes(sample_home):
     _, results = sample_home
-    models = ("local", "oracle", "present_day", "copy_previous")
+    models = tuple(spec.name for spec in load_registry(TEST_MODELS))
     partitions = {r.dagster_run.tags.get("dagster/partition") for r in results} - {None}
     assert partitions == {
         *SNAPSHOT_YEARS,

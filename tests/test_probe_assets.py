@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from chronoscope_dagster.cli import main
+from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.warehouse import Warehouse
+from tests.conftest import TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
@@ -17,7 +19,7 @@ def test_probe_runs_every_model_and_reports(sample_home):
            FROM probe_runs GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
     by_key = {(r["model"], r["arm"]): r for r in rows}
-    assert {model for model, _ in by_key} == {"local", "oracle", "present_day", "copy_previous"}
+    assert {model for model, _ in by_key} == {spec.name for spec in load_registry(TEST_MODELS)}
     assert {arm for _, arm in by_key} == {"control", "probe", "oracle", "floor"}
     assert all(r["n"] == 3 for r in rows), "one item of each of the three types"
     assert by_key[("oracle", "control")]["correct"] == 3
