@@ -12,6 +12,7 @@ import pytest
 from chronoscope_dagster.chains.paraphrase import REASONS, ParaphraseResult, paraphrases_table
 from chronoscope_dagster.cli import main
 from chronoscope_dagster.evaluation.prompts import SETTINGS
+from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import TEST_MODELS
@@ -57,9 +58,9 @@ def test_every_turn_of_the_chosen_chains_is_accounted_for(sample_home):
 
 
 def _author_paraphrases(home, chains: int = 3) -> list[str]:
-    """Replace the subset by hand-made paraphrases ("Quick question: ...") of the first
-    ``chains`` chains of the evaluation sample that have both explicit and implicit turns;
-    a prefix keeps every year and entity, so the filter accepts each one."""
+    """Replace the subset by hand-made paraphrases ("So, ...") of the first ``chains`` chains
+    of the evaluation sample that have both explicit and implicit turns; a leading "so" keeps
+    every year, entity, property word and reference, so the filter accepts each one."""
     store = Warehouse(home)
     turns = store.query(
         f"""WITH mixed AS (
@@ -72,7 +73,7 @@ def _author_paraphrases(home, chains: int = 3) -> list[str]:
     results = [
         ParaphraseResult(
             t["chain_id"], t["turn_index"], t["question"],
-            "Quick question: " + t["question"][0].lower() + t["question"][1:], 1,
+            "So, " + t["question"][0].lower() + t["question"][1:], 1,
         )
         for t in turns
     ]  # fmt: skip
@@ -98,7 +99,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         """SELECT model, setting, variant, count(DISTINCT chain_id) AS chains, count(*) AS n
            FROM paraphrase_predictions GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
-    models = ("local", "oracle", "present_day", "copy_previous")
+    models = tuple(spec.name for spec in load_registry(TEST_MODELS))
     assert {(p["model"], p["setting"], p["variant"]) for p in predictions} == {
         (m, s, v) for m in models for s in SETTINGS for v in ("original", "paraphrased")
     }

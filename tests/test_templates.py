@@ -77,6 +77,25 @@ def test_time_markers_follow_the_slot_semantics(templates, pid):
             assert THEN.search(text), text
 
 
+def test_keywords_are_groups_of_alternatives(templates):
+    keywords = templates.properties["P6"].keywords
+    assert ("government",) in keywords and ("prime minister", "prime ministers") in keywords
+    assert all(group and all(isinstance(k, str) and k for k in group) for group in keywords)
+
+
+@pytest.mark.parametrize("pid", CHAIN_PIDS)
+def test_the_property_keywords_occur_in_its_phrasings(templates, pid):
+    """A paraphrase must keep a keyword the original uses; the slots that name the property
+    must therefore use one (yes/no span questions may name it through the value, and
+    "that office" refers back)."""
+    words = [k for group in templates.properties[pid].keywords for k in group]
+    for slot in set(PROPERTY_SLOTS) - {"interval_yes_no", "cross_entity"}:
+        for text in templates.phrasings(pid, slot):
+            assert any(re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text, re.I) for w in words), (
+                slot, text,
+            )  # fmt: skip
+
+
 def test_render_requires_exactly_the_slot_placeholders(templates):
     assert templates.render("P6", "followup", 0) == "Who was the head of government?"
     with pytest.raises(TemplateError, match="render needs"):
@@ -149,6 +168,14 @@ def _broken_braces(raw: dict) -> None:
     raw["properties"]["P31"]["followup"][0] = "What type of {entity was it?"
 
 
+def _no_keywords(raw: dict) -> None:
+    del raw["properties"]["P6"]["keywords"]
+
+
+def _blank_keyword(raw: dict) -> None:
+    raw["properties"]["P54"]["keywords"] = ["team", ["club", " "]]
+
+
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
@@ -162,6 +189,8 @@ def _broken_braces(raw: dict) -> None:
         (_bad_kind, "P17.subject_kind: 'planet' is not one of"),
         (_missing_generic, "generic.narrative_last: missing slot"),
         (_broken_braces, "P31.followup[0]: malformed braces"),
+        (_no_keywords, "P6.keywords: missing or not a non-empty list"),
+        (_blank_keyword, "P54.keywords: missing or not a non-empty list"),
     ],
 )
 def test_broken_file_is_rejected(tmp_path: Path, mutate: Callable[[dict], None], expected: str):

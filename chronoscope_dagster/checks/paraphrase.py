@@ -6,11 +6,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.paraphrase import turns_and_labels
-from chronoscope_dagster.chains.paraphrase import (
-    entity_names,
-    paraphrase_problems,
-    turns_for_paraphrase,
-)
+from chronoscope_dagster.chains.paraphrase import entity_names, turn_problems, turns_for_paraphrase
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import parquet_source
 
@@ -19,9 +15,10 @@ from chronoscope_dagster.warehouse import parquet_source
     asset="paraphrased_subset",
     blocking=True,
     description="Recomputed from turns and labels: every turn of every chosen chain has one "
-    "row whose original is the turn's question; every accepted paraphrase keeps the years and "
-    "entities, adds no year to an implicit turn, no present-time word and no answer, differs "
-    "from the original and is a question; kept chains are those with every turn accepted.",
+    "row whose original is the turn's question; every accepted paraphrase passes the filter "
+    "(keeps the years, entities, subject and property words, adds no year to an implicit turn, "
+    "no present-time word, entity, meta-text or answer, differs from the original and is a "
+    "question); kept chains are those with every turn accepted.",
 )
 def paraphrases_pass_filter(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     store = warehouse.warehouse
@@ -53,13 +50,7 @@ def paraphrases_pass_filter(warehouse: WarehouseResource) -> dg.AssetCheckResult
                 f"{where}: status {row['status']} with paraphrase {row['paraphrase']!r}"
             )
         if accepted and row["paraphrase"] is not None:
-            failed = paraphrase_problems(
-                turn.question,
-                row["paraphrase"],
-                entity_names=turn.entity_names,
-                is_explicit=turn.is_explicit,
-                answers=turn.answers,
-            )
+            failed = turn_problems(turn, row["paraphrase"])
             if failed:
                 problems.append(f"{where}: {row['paraphrase']!r} fails {', '.join(failed)}")
         all_accepted[key[0]] = all_accepted.get(key[0], True) and accepted
