@@ -30,7 +30,7 @@ from chronoscope_dagster.chains.families.common import (
     best_tier,
     pick,
     refers_cleanly,
-    tier,
+    sensitivity,
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -64,7 +64,7 @@ def carryover_chains(
             years = best_tier(
                 facts,
                 [
-                    (year, tier(facts, [(subject, other, str(year))], sensitive=False))
+                    (year, sensitivity(facts, subject, other, str(year)))
                     for year in _common_years(facts, subject, pid, other)
                     if refers_cleanly(
                         facts, templates, subject, other, answer_of(facts, subject, pid, str(year))

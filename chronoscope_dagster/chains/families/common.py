@@ -28,8 +28,6 @@ SELECTION_REASONS = ("scope_insensitive", "wrong_pronoun", "ambiguous_reference"
 
 FOLLOWUP_SLOTS = ("followup", "followup_then")
 Option = TypeVar("Option")
-Scored = tuple[str, str, str | None]
-"""A scored implicit question: (subject, property, anchor)."""
 
 
 def askable(facts: SnapshotFacts, templates, subject: str, pid: str) -> bool:
@@ -105,23 +103,11 @@ def sensitivity(facts: SnapshotFacts, subject: str, pid: str, anchor: str | None
     return 1 if facts.scope_sensitive(subject, pid, anchor) else 0
 
 
-def tier(facts: SnapshotFacts, scored_implicit: Sequence[Scored], *, sensitive: bool) -> int:
-    """2 when every scored implicit question is drift-eligible, 1 when the chain has a
-    scope-sensitive scored turn (``sensitive``, or one of ``scored_implicit``), else 0."""
-    if all(facts.drifts(*question) for question in scored_implicit) and (
-        sensitive or scored_implicit
-    ):
-        return 2
-    if sensitive or any(facts.scope_sensitive(*question) for question in scored_implicit):
-        return 1
-    return 0
-
-
 def best_tier(
     facts: SnapshotFacts, tiered: Sequence[tuple[Option, int]], refused: tuple[str, str]
 ) -> list[Option]:
-    """The options of the highest non-zero tier (``tiered``: option and its ``tier``), in
-    their order; none (the pair ``refused`` counted as ``scope_insensitive``) when every
+    """The options of the highest non-zero tier (``tiered``: option and its tier, such as a
+    ``sensitivity``), in their order; none (the pair ``refused`` counted as ``scope_insensitive``) when every
     option is of tier 0."""
     best = max((found for _, found in tiered), default=0)
     if best == 0:

@@ -41,8 +41,8 @@ from chronoscope_dagster.chains.families.common import (
     fresh_followup,
     pick,
     refers_cleanly,
+    sensitivity,
     span_turn,
-    tier,
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -151,7 +151,7 @@ def _companions(
             or not refers_cleanly(facts, templates, subject, other, held.canonical)
         ):
             continue
-        level = tier(facts, [(subject, other, anchor)], sensitive=False)
+        level = sensitivity(facts, subject, other, anchor)
         if level:
             found.append((other, level))
     return found
