@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from chronoscope_dagster.evaluation.prompts import SETTINGS
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
@@ -275,10 +276,13 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     stack.registry.write_text("models:\n" + REFERENCES)
     for model in ("oracle", "present_day"):
         runs = wait_for(
-            lambda m=model: _settled(stack, m, 4), 600, f"the sensor's runs of {model}", stack.logs
+            lambda m=model: _settled(stack, m, len(SETTINGS) + 1),
+            600,
+            f"the sensor's runs of {model}",
+            stack.logs,
         )
         assert {r["status"] for r in runs} == {"SUCCESS"}, (runs, stack.logs())
-        assert len(runs) == 4, "three settings and the probe"
+        assert len(runs) == len(SETTINGS) + 1, "every setting and the probe"
     assert _leaderboard_models(stack) == ["oracle", "present_day"]
     timings["reference systems"] = time.monotonic() - started
 
