@@ -38,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY, MODES
+from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY
 from chronoscope_dagster.evaluation.metrics import (
     OVERALL,
     _divide,
@@ -47,6 +47,7 @@ from chronoscope_dagster.evaluation.metrics import (
     _resampled_sums,
     _rng,
     _stratum,
+    check_parameters,
 )
 
 COMPARED = (
@@ -111,14 +112,7 @@ def compare_models(
         if len(modes) > 1:
             raise ValueError(f"A and B were scored in different match modes: {sorted(modes)}")
         (mode,) = modes
-    if mode not in MODES:
-        raise ValueError(f"match mode {mode!r} is not one of {', '.join(MODES)}")
-    if bootstrap < 0:
-        raise ValueError(f"bootstrap must be >= 0, got {bootstrap}")
-    if seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    check_parameters(mode, bootstrap=bootstrap, seed=seed, confidence=confidence)
     reference = mode == "reference"
     for table in (scored_a, scored_b):
         _load(table, reference=reference)

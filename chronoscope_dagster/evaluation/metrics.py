@@ -179,6 +179,17 @@ def compute_metrics(
     (see ``_load``)."""
     if mode is None:
         mode = (scored.schema.metadata or {}).get(MODE_METADATA_KEY, b"relaxed").decode()
+    check_parameters(mode, bootstrap=bootstrap, seed=seed, confidence=confidence)
+    turns = _load(scored, reference=mode == "reference")
+    columns: dict[str, list[Any]] = {field.name: [] for field in METRICS_SCHEMA}
+    alpha = 1.0 - confidence
+    for stratum in _strata(turns):
+        _emit(stratum, columns, bootstrap=bootstrap, seed=seed, alpha=alpha)
+    return pa.Table.from_pydict(columns, schema=METRICS_SCHEMA)
+
+
+def check_parameters(mode: str, *, bootstrap: int, seed: int, confidence: float) -> None:
+    """Raise ``ValueError`` on a match mode, resample count, seed or confidence out of range."""
     if mode not in MODES:
         raise ValueError(f"match mode {mode!r} is not one of {', '.join(MODES)}")
     if bootstrap < 0:
@@ -187,12 +198,6 @@ def compute_metrics(
         raise ValueError(f"seed must be >= 0, got {seed}")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    turns = _load(scored, reference=mode == "reference")
-    columns: dict[str, list[Any]] = {field.name: [] for field in METRICS_SCHEMA}
-    alpha = 1.0 - confidence
-    for stratum in _strata(turns):
-        _emit(stratum, columns, bootstrap=bootstrap, seed=seed, alpha=alpha)
-    return pa.Table.from_pydict(columns, schema=METRICS_SCHEMA)
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
