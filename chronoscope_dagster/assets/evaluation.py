@@ -19,6 +19,7 @@ from chronoscope_dagster.evaluation.comparison import (
     COMPARISONS_SCHEMA,
     compare_models,
     comparison_order,
+    comparison_pairs,
 )
 from chronoscope_dagster.evaluation.inference import (
     EvalChain,
@@ -43,8 +44,9 @@ from chronoscope_dagster.evaluation.report import (
     write_knowledge_plot,
     write_plots,
 )
+from chronoscope_dagster.evaluation.strategies import Prompting
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
-from chronoscope_dagster.llm.registry import ModelSpec
+from chronoscope_dagster.llm.registry import ModelSpec, plain_twins
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
@@ -135,10 +137,14 @@ def write_predictions(
     )
 
 
-def _request_count(chains: list[EvalChain], setting: Setting, first_scored_turn: int) -> int:
+def _request_count(
+    chains: list[EvalChain], setting: Setting, first_scored_turn: int, prompting: str = "plain"
+) -> int:
+    """Backend requests at most (two per turn under rewrite then answer)."""
+    calls = 2 if prompting == Prompting.REWRITE_THEN_ANSWER else 1
     if setting is Setting.SELF_CONDITIONED:
-        return sum(len(c.questions) for c in chains)
-    return sum(max(0, len(c.questions) - first_scored_turn) for c in chains)
+        return calls * sum(len(c.questions) for c in chains)
+    return calls * sum(max(0, len(c.questions) - first_scored_turn) for c in chains)
 
 
 def answer_turn_sets(
@@ -158,7 +164,10 @@ def answer_turn_sets(
             for name, sql in turn_sets.items()
         }
     chains = sum(len(c) for c in chain_sets.values())
-    total = sum(_request_count(c, setting, config.first_scored_turn) for c in chain_sets.values())
+    total = sum(
+        _request_count(c, setting, config.first_scored_turn, spec.prompting)
+        for c in chain_sets.values()
+    )
     label = f"{spec.name} / {setting}"
     context.log.info(f"{label}: {chains:,} chains, {total:,} requests")
     progress = ProgressLog(context.log, label, total)
@@ -172,6 +181,7 @@ def answer_turn_sets(
                 spec.decoding,
                 first_scored_turn=config.first_scored_turn,
                 progress=progress,
+                prompting=spec.prompting,
             )
             for name, chain_set in chain_sets.items()
         }
@@ -195,6 +205,13 @@ def answer_turn_sets(
         "seconds": round(elapsed, 1),
         "backend": dg.MetadataValue.json(identity),
         "decoding": dg.MetadataValue.json(spec.decoding.as_dict()),
+        "prompting": spec.prompting,
+        "rewrite_calls": sum(
+            p.rewritten_question is not None
+            or (p.completion.error or "").startswith(("rewrite_failed", "rewrite_empty"))
+            for p in every
+        ),
+        "answer_line_missing": sum(p.answer_line_missing for p in every),
         "sample": dg.MetadataValue.md(
             markdown_table(
                 ["chain", "turn", "prediction"],
@@ -445,35 +462,37 @@ class LeaderboardConfig(dg.Config):
 
 
 def model_comparisons(
-    store: Warehouse, order: list[str], config: LeaderboardConfig
+    store: Warehouse,
+    order: list[str],
+    config: LeaderboardConfig,
+    twins: Mapping[str, str] | None = None,
 ) -> tuple[pa.Table, list[str]]:
-    """Every model of ``order`` against its first, in each setting both have metrics of, and
-    the pairs left uncompared because their metrics used different match modes."""
-    baseline, *others = order
+    """Every model of ``order`` against its first, and every mitigated model against its
+    plain twin (``twins``, see ``comparison_pairs``), in each setting both have metrics of,
+    and the pairs left uncompared because their metrics used different match modes."""
+    pairs = comparison_pairs(order, twins or {})
     modes = {
         (p["model"], p["setting"]): store.read_report("metrics", **p)["match_mode"]
         for p in store.partitions("metrics")
     }
     tables, uncompared = [], []
     for setting in SETTINGS:
-        mode = modes.get((baseline, setting))
-        if mode is None:
-            continue
-        base = None
-        for model in others:
-            other_mode = modes.get((model, setting))
-            if other_mode is None:
+        scored: dict[str, pa.Table] = {}
+        for model, baseline in pairs:
+            mode, other_mode = modes.get((baseline, setting)), modes.get((model, setting))
+            if mode is None or other_mode is None:
                 continue
             if other_mode != mode:
                 uncompared.append(
                     f"{model} vs {baseline} ({setting}): match modes {other_mode}, {mode}"
                 )
                 continue
-            if base is None:
-                base = scored_turns(store, baseline, setting, mode)
+            for name in (model, baseline):
+                if name not in scored:
+                    scored[name] = scored_turns(store, name, setting, mode)
             table = compare_models(
-                scored_turns(store, model, setting, mode),
-                base,
+                scored[model],
+                scored[baseline],
                 bootstrap=config.bootstrap,
                 seed=config.seed,
                 mode=mode,
@@ -511,15 +530,14 @@ def leaderboard(
     every = all_metrics(store)
     if every is None:
         raise dg.Failure("no metrics partition is materialized yet")
+    specs = models.specs()
     try:
         order = comparison_order(
-            every.column("model").to_pylist(),
-            [spec.name for spec in models.specs()],
-            config.baseline,
+            every.column("model").to_pylist(), [spec.name for spec in specs], config.baseline
         )
     except ValueError as error:
         raise dg.Failure(str(error)) from error
-    comparisons, uncompared = model_comparisons(store, order, config)
+    comparisons, uncompared = model_comparisons(store, order, config, plain_twins(specs))
     knowledge = model_knowledge(store, order, config)
     paraphrase = all_metrics(store, "paraphrase_metrics")
     tables = [leaderboard_table(every)]

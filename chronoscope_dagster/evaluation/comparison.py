@@ -4,6 +4,10 @@ Input is the scored turns of model A and of model B (``score_turns``' output, th
 ``compute_metrics`` reads); the headline metrics are the metrics module's own definitions
 (``COMPARED``), computed by its code, so A's and B's values are the leaderboard's.
 
+Pairs (``comparison_pairs``): every model against the baseline, and a model whose prompting is
+a mitigation (``evaluation.strategies``) against its plain twin too, the registry entry with the
+same backend, model and options that prompts plainly.
+
 Alignment: whole chains. A chain is compared when both models scored it on the same set of
 turns; a chain that only one model scored, or that the two scored on different turns (another
 ``first_scored_turn``, a missing prediction), is left out and counted (``chains_left_out_a``,
@@ -31,7 +35,7 @@ resample: difference 0, interval [0, 0], p = 1.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -185,6 +189,26 @@ def comparison_order(
             )
         order = [baseline, *(name for name in order if name != baseline)]
     return order
+
+
+def comparison_pairs(order: Sequence[str], twins: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(model, baseline) pairs to compare: every model of ``order`` after the first against
+    the first (``comparison_order``'s baseline), then every model of ``order`` whose plain
+    twin (``twins``: a mitigated entry's name to its plain twin's) is in ``order`` against
+    that twin, unless the twin is the baseline (that pair is already there). A model is never
+    compared with itself, and no pair appears twice."""
+    if not order:
+        return []
+    baseline, *others = order
+    pairs = [(model, baseline) for model in others]
+    present = set(order)
+    for model in order:
+        twin = twins.get(model)
+        if twin is None or twin not in present or twin == model:
+            continue
+        if (model, twin) not in pairs:
+            pairs.append((model, twin))
+    return pairs
 
 
 def _mode_of(scored: pa.Table) -> str:

@@ -1,17 +1,19 @@
 """The model registry: a YAML file of models, each a partition of the evaluation assets.
 
-An entry names its backend and model and may set decoding parameters and backend options;
-anything unknown or invalid is an error that names the entry and the field.
+An entry names its backend and model and may set decoding parameters, backend options and a
+prompting strategy (``prompting``: ``plain``, the default, ``restate_scope`` or
+``rewrite_then_answer``; ``evaluation.strategies`` says what each does); anything unknown or
+invalid is an error that names the entry and the field.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import pydantic
 import yaml
@@ -36,6 +38,10 @@ BACKENDS = {
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A partition key; matched whole (``fullmatch``: ``$`` would let a final newline in)."""
 MESSAGE_LIMIT = 2000
+PromptingName = Literal["plain", "restate_scope", "rewrite_then_answer"]
+"""The prompting strategies (``evaluation.strategies.Prompting``; the domain's llm package
+does not import the evaluation package, a test keeps the two the same)."""
+PROMPTINGS: tuple[str, ...] = get_args(PromptingName)
 
 
 class RegistryError(ValueError):
@@ -65,6 +71,7 @@ class _Entry(pydantic.BaseModel):
     seed: int = 0
     description: str = ""
     options: dict[str, Any] = pydantic.Field(default_factory=dict)
+    prompting: PromptingName = "plain"
 
 
 @dataclass(frozen=True)
@@ -75,10 +82,35 @@ class ModelSpec:
     decoding: Decoding
     options: BackendOptions
     description: str = ""
+    prompting: str = "plain"
+    """How each turn is asked (``evaluation.strategies``); not part of the backend's identity:
+    the strategies' prompts differ, so the cache keys them apart by themselves."""
+
+    def twin_of(self, other: ModelSpec) -> bool:
+        """Whether ``other`` is this entry's plain twin: the same backend, model and options
+        (decoding aside), prompting plain; an entry that is plain itself has none."""
+        return (
+            self.prompting != "plain"
+            and other.prompting == "plain"
+            and (other.backend, other.model, other.options)
+            == (self.backend, self.model, self.options)
+        )
 
     def build(self) -> ChatBackend:
         """The backend object; heavy packages are imported here, not when the registry loads."""
         return backend_class(self.backend)(self)
+
+
+def plain_twins(specs: Sequence[ModelSpec]) -> dict[str, str]:
+    """Each entry whose prompting is not plain, by name, with its plain twin's name: the first
+    entry (in registry order) with the same backend, model and options and prompting plain.
+    Entries without one are left out."""
+    twins = {}
+    for spec in specs:
+        twin = next((other for other in specs if spec.twin_of(other)), None)
+        if twin is not None:
+            twins[spec.name] = twin.name
+    return twins
 
 
 def embedded_spec(name: str = "embedded") -> ModelSpec:
@@ -162,6 +194,7 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
         decoding=decoding,
         options=options,
         description=entry.description,
+        prompting=entry.prompting,
     )
 
 
