@@ -108,3 +108,47 @@ def test_small_facts_pair_only_related_subjects_with_different_golds():
     acme = chains[3]
     assert [t.gold_qids for t in acme.turns] == [("Q61",), ("Q60",)]
     assert [t.scope_anchor for t in acme.turns] == ["2001", "2001"]
+
+
+def _letters(number: int) -> str:
+    text = ""
+    while True:
+        number, digit = divmod(number, 26)
+        text = chr(65 + digit) + text
+        if not number:
+            return text
+
+
+def _members(count: int) -> tuple[list, dict[str, str]]:
+    """``count`` countries of one organization (Q50) in 2001, each with its own head of
+    government; every third is named with a number."""
+    rows, names = [], {"Q50": "League of Ruritania"}
+    for i in range(count):
+        country, head = f"Q{1000 + i}", f"Q{5000 + i}"
+        rows += [("2001", country, "P6", [head]), ("2001", country, "P463", ["Q50"])]
+        names[country] = f"Land {i}" if i % 3 == 0 else f"Land {_letters(i)}"
+        names[head] = f"Leader {_letters(i)}"
+    return rows, names
+
+
+def test_related_subjects_tried_are_bounded_and_never_named_with_numbers(monkeypatch):
+    """A large shared value (every member of one organization) is tried a window at a time,
+    so the family's work grows linearly with the members; numbered names are never tried."""
+    tried: list[str] = []
+    usable = cross_entity_then._usable
+
+    def counting(facts, name, other, *rest):
+        tried.append(other)
+        return usable(facts, name, other, *rest)
+
+    monkeypatch.setattr(cross_entity_then, "_usable", counting)
+    counts = {}
+    for size in (150, 600):
+        rows, names = _members(size)
+        today = {(row[1], "P6"): ["Q9"] for row in rows}
+        facts = facts_from_rows(rows, names | {"Q9": "Nobody"}, present=today)
+        tried.clear()
+        chains = list(cross_entity_then.generate(facts, default_templates(), 0))
+        assert chains and not [q for q in tried if DIGIT.search(facts.subject_name(q) or "")]
+        counts[size] = len(tried)
+    assert counts[600] <= 4.5 * counts[150]

@@ -19,14 +19,19 @@ gold in Y and B is related to A in Y through a shared QID, by the first of
   one owner, countries of one organization, people of one party or employer...);
 - or B is A's value of r in Y (a company's owner, a person's employer...).
 A timeless-only (subject, r) holds in every year. B must be nameable without
-digits and without A's name in it, and the gold sets of A and B for p in Y must
-be disjoint, so A's answer is wrong for B. Turn 1 asks ``explicit_year`` of
+digits (a number in a name reads as a year) and without A's name in it, and the
+gold sets of A and B for p in Y must be disjoint, so A's answer is wrong for B.
+Subjects that cannot be named so never enter the holder index, and at most
+``MAX_RELATED`` holders of one shared value are tried, from an offset given by
+A: a country or a party has millions of holders at full scale, and trying them
+all for every (A, p, Y) made the family quadratic. Turn 1 asks ``explicit_year`` of
 (A, p) at Y, turn 2 ``cross_entity`` of (B, p); both golds are the values
 valid at any time in Y.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from collections.abc import Iterator
@@ -39,6 +44,8 @@ from chronoscope_dagster.chains.rng import rng_for
 FAMILY = "cross_entity_then"
 RELATIONS = ("P127", "P749", "P54", "P102", "P108", "P69", "P463", "P131", "P17")
 DIGIT = re.compile(r"\d")
+MAX_RELATED = 64
+"""Holders of one (relation, value, year) tried per subject."""
 
 Holders = dict[tuple[str, str, str | None], list[str]]
 
@@ -101,17 +108,37 @@ def related(
     gold = facts.gold(subject, relation, str(year))
     found: dict[str, None] = {}
     for value in gold.qids if gold else ():
-        found.update(dict.fromkeys(holders.get((relation, value, str(year)), ())))
-        found.update(dict.fromkeys(holders.get((relation, value, None), ())))
+        for anchor in (str(year), None):
+            found.update(
+                dict.fromkeys(_window(holders.get((relation, value, anchor), []), subject))
+            )
         found[value] = None
     found.pop(subject, None)
     return list(found)
 
 
+def _window(group: list[str], subject: str) -> list[str]:
+    """``group``, or ``MAX_RELATED`` of it in a row (circularly) from an offset given by
+    ``subject`` when it is longer."""
+    if len(group) <= MAX_RELATED:
+        return group
+    digest = hashlib.sha256(subject.encode()).digest()
+    start = int.from_bytes(digest[:8], "big") % len(group)
+    return [group[(start + i) % len(group)] for i in range(MAX_RELATED)]
+
+
+def _nameable(facts: SnapshotFacts, subject: str) -> bool:
+    name = facts.subject_name(subject)
+    return name is not None and DIGIT.search(name) is None
+
+
 def _holders(facts: SnapshotFacts) -> Holders:
-    """Subjects holding each (relation, value) in each year; anchor None for timeless-only."""
+    """Nameable subjects holding each (relation, value) in each year; anchor None for
+    timeless-only."""
     holders: Holders = defaultdict(list)
     for subject, pids in facts.pids_by_subject.items():
+        if not _nameable(facts, subject):
+            continue
         for relation in RELATIONS:
             if relation not in pids:
                 continue
