@@ -180,17 +180,26 @@ class Warehouse:
                 connection.execute(f"DROP VIEW IF EXISTS {alias}")
         return created
 
-    def connect(self, *, views: bool = False) -> duckdb.DuckDBPyConnection:
-        """A private in-memory DuckDB (reads never lock the DuckDB file), spilling under the home.
+    def duckdb_settings(self) -> dict[str, str | int]:
+        """Spilling to ``<home>/.duckdb_spill``; threads from ``CHRONOSCOPE_DUCKDB_THREADS``
+        (default: DuckDB's, one per core) and the memory bound from
+        ``CHRONOSCOPE_DUCKDB_MEMORY_LIMIT`` (DuckDB's syntax, e.g. ``4GB``; default: DuckDB's,
+        80% of RAM). A query over the bound spills, or fails with DuckDB's out-of-memory error
+        naming the setting."""
+        settings: dict[str, str | int] = {"temp_directory": str(self.home / ".duckdb_spill")}
+        threads = os.environ.get("CHRONOSCOPE_DUCKDB_THREADS", "0")
+        if not threads.isdigit():
+            raise ValueError(f"CHRONOSCOPE_DUCKDB_THREADS={threads!r} is not a whole number")
+        if int(threads) > 0:
+            settings["threads"] = int(threads)
+        if memory_limit := os.environ.get("CHRONOSCOPE_DUCKDB_MEMORY_LIMIT", "").strip():
+            settings["memory_limit"] = memory_limit
+        return settings
 
-        ``views`` adds the warehouse views. Threads follow ``CHRONOSCOPE_DUCKDB_THREADS``
-        (default: DuckDB's, one per core).
-        """
-        config = {"temp_directory": str(self.home / ".duckdb_spill")}
-        threads = int(os.environ.get("CHRONOSCOPE_DUCKDB_THREADS", "0"))
-        if threads > 0:
-            config["threads"] = threads
-        connection = duckdb.connect(":memory:", config=config)
+    def connect(self, *, views: bool = False) -> duckdb.DuckDBPyConnection:
+        """A private in-memory DuckDB (reads never lock the DuckDB file), spilling under the home
+        within ``duckdb_settings``. ``views`` adds the warehouse views."""
+        connection = duckdb.connect(":memory:", config=self.duckdb_settings())
         if views:
             self.create_views(connection)
         return connection
@@ -202,14 +211,9 @@ class Warehouse:
         construction: ``COPY ... TO``, ``read_csv``, ``glob``, ``ATTACH`` and ``INSTALL`` all
         fail, and ``lock_configuration`` keeps a query from turning access back on.
         """
-        config: dict[str, object] = {
-            **READ_ONLY_CONFIG,
-            "temp_directory": str(self.home / ".duckdb_spill"),
-        }
-        threads = int(os.environ.get("CHRONOSCOPE_DUCKDB_THREADS", "0"))
-        if threads > 0:
-            config["threads"] = threads
-        connection = duckdb.connect(":memory:", config=config)
+        connection = duckdb.connect(
+            ":memory:", config={**READ_ONLY_CONFIG, **self.duckdb_settings()}
+        )
         created = {}
         for asset in VIEW_ASSETS:
             dataset = self.dataset(asset)

@@ -45,3 +45,20 @@ def test_parquet_files_respect_the_umask(tmp_path, umask, mode):
 def test_home_with_glob_characters_is_refused(tmp_path):
     with pytest.raises(ValueError, match="glob character"):
         Warehouse(tmp_path / "h*")
+
+
+def test_duckdb_threads_and_memory_bound_come_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHRONOSCOPE_DUCKDB_THREADS", "1")
+    monkeypatch.setenv("CHRONOSCOPE_DUCKDB_MEMORY_LIMIT", "300MB")
+    store = Warehouse(tmp_path)
+    for connection in (store.connect(), store.reader()):
+        with connection:
+            [(threads, limit, spill)] = connection.execute(
+                "SELECT current_setting('threads'), current_setting('memory_limit'), "
+                "current_setting('temp_directory')"
+            ).fetchall()
+        assert (threads, spill) == (1, str(tmp_path.resolve() / ".duckdb_spill"))
+        assert limit in ("286.1 MiB", "300.0 MB")
+    monkeypatch.setenv("CHRONOSCOPE_DUCKDB_THREADS", "two")
+    with pytest.raises(ValueError, match="CHRONOSCOPE_DUCKDB_THREADS='two'"):
+        store.connect()
