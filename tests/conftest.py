@@ -65,13 +65,4 @@ def sample_facts(sample_home):
     from chronoscope_dagster.chains.facts import SnapshotFacts
     from chronoscope_dagster.warehouse import Warehouse
 
-    store = Warehouse(sample_home[0])
-    return SnapshotFacts.from_files(
-        2025,
-        **{
-            name: store.data_path(name, snapshot_year="2025")
-            for name in ("truth", "labels", "lifespans")
-        },
-        intervals=store.data_path("fact_intervals", snapshot_year="2025"),
-        present_day=store.data_path("present_day"),
-    )
+    return SnapshotFacts.from_warehouse(Warehouse(sample_home[0]), "2025")

@@ -76,3 +76,22 @@ def test_a_pronoun_fits_what_the_subject_is(sample_facts, all_chains, family):
             person = sample_facts.is_person(turn.subject_qid)
             if person is not None:
                 assert person == (templates.properties[turn.pid].subject_kind == "person")
+
+
+def test_families_of_one_index_equal_families_each_on_its_own(sample_home):
+    """The families asset indexes a snapshot once for all families: each family's chains and
+    refusal counts are those of an index built for it alone."""
+    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.chains.records import generate_family
+    from chronoscope_dagster.warehouse import Warehouse
+
+    store = Warehouse(sample_home[0])
+    shared = SnapshotFacts.from_warehouse(store, "2024")
+    templates = default_templates()
+    outputs = {family: generate_family(shared, family, templates, 3) for family in FAMILIES}
+    assert not shared.drops, "the shared index counts nothing itself"
+    for family in ("carryover", "cross_entity_then", "bridged_multi_pid"):
+        alone = generate_family(SnapshotFacts.from_warehouse(store, "2024"), family, templates, 3)
+        assert outputs[family].table.equals(alone.table)
+        assert outputs[family].scopes_refused == alone.scopes_refused
+        assert outputs[family].scopes_refused, f"{family} refuses some scope on the sample"

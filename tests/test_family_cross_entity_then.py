@@ -143,7 +143,7 @@ def test_related_subjects_tried_are_bounded_and_never_named_with_numbers(monkeyp
 
     monkeypatch.setattr(cross_entity_then, "_usable", counting)
     counts = {}
-    for size in (150, 600):
+    for size in (300, 1200):
         rows, names = _members(size)
         today = {(row[1], "P6"): ["Q9"] for row in rows}
         facts = facts_from_rows(rows, names | {"Q9": "Nobody"}, present=today)
@@ -151,4 +151,4 @@ def test_related_subjects_tried_are_bounded_and_never_named_with_numbers(monkeyp
         chains = list(cross_entity_then.generate(facts, default_templates(), 0))
         assert chains and not [q for q in tried if DIGIT.search(facts.subject_name(q) or "")]
         counts[size] = len(tried)
-    assert counts[600] <= 4.5 * counts[150]
+    assert counts[1200] <= 4.5 * counts[300]

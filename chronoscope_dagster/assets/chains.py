@@ -1,6 +1,7 @@
 """Chains: one asset per family and snapshot year, then the merged benchmark."""
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -13,7 +14,7 @@ from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.records import family_turns_table
+from chronoscope_dagster.chains.records import generate_family
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -35,79 +36,73 @@ class ChainConfig(dg.Config):
     language: str = Field(default="en", description="Question template language.")
 
 
-def _facts(store: Warehouse, year: str) -> SnapshotFacts:
-    return SnapshotFacts.from_files(
-        int(year),
-        **{
-            name: store.data_path(name, snapshot_year=year)
-            for name in ("truth", "labels", "lifespans")
-        },
-        intervals=store.data_path("fact_intervals", snapshot_year=year),
-        present_day=store.data_path("present_day"),
-    )
-
-
-def family_asset(family: str) -> dg.AssetsDefinition:
-    module = family_module(family)
-
-    @dg.asset(
-        name=f"family_{family}",
-        partitions_def=snapshot_year_partitions,
-        deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
-        group_name="chains",
-        kinds={"python", "parquet"},
-        owners=["team:chronoscope"],
-        description=" ".join((module.__doc__ or "").split()),
-    )
-    def _family(
-        context: dg.AssetExecutionContext, config: ChainConfig, warehouse: WarehouseResource
-    ) -> dg.MaterializeResult:
-        year = context.partition_key
-        store = warehouse.warehouse
-        facts = _facts(store, year)
-        templates = load_templates(config.language)
-        chains = list(module.generate(facts, templates, config.seed))
-        table, no_explicit = family_turns_table(chains, templates, facts.labels, seed=config.seed)
-        store.write_table(f"family_{family}", table, snapshot_year=year)
-        store.write_report(
+@dg.multi_asset(
+    name="chain_families",
+    specs=[
+        dg.AssetSpec(
             f"family_{family}",
+            deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
+            group_name="chains",
+            kinds={"python", "parquet"},
+            owners=["team:chronoscope"],
+            description=" ".join((family_module(family).__doc__ or "").split()),
+        )
+        for family in FAMILIES
+    ],
+    partitions_def=snapshot_year_partitions,
+    can_subset=True,
+)
+def chain_families(
+    context: dg.AssetExecutionContext, config: ChainConfig, warehouse: WarehouseResource
+) -> Iterator[dg.MaterializeResult]:
+    """The selected families of one snapshot, from one index of its facts."""
+    year = context.partition_key
+    store = warehouse.warehouse
+    facts = SnapshotFacts.from_warehouse(store, year)
+    templates = load_templates(config.language)
+    for family in FAMILIES:
+        asset = f"family_{family}"
+        if dg.AssetKey(asset) not in context.selected_asset_keys:
+            continue
+        output = generate_family(facts, family, templates, config.seed)
+        store.write_table(asset, output.table, snapshot_year=year)
+        store.write_report(
+            asset,
             {
                 "seed": config.seed,
                 "language": config.language,
-                "scopes_refused": dict(sorted(facts.drops.items())),
-                "no_explicit_question": dict(sorted(no_explicit.items())),
+                "scopes_refused": dict(sorted(output.scopes_refused.items())),
+                "no_explicit_question": dict(sorted(output.no_explicit_question.items())),
             },
             snapshot_year=year,
         )
-        lengths = [chain.length for chain in chains]
-        return dg.MaterializeResult(
+        lengths = [chain.length for chain in output.chains]
+        yield dg.MaterializeResult(
+            asset_key=asset,
             metadata={
-                "dagster/row_count": table.num_rows,
-                "chains": len(chains),
+                "dagster/row_count": output.table.num_rows,
+                "chains": len(output.chains),
                 "max_length": max(lengths, default=0),
                 "unnameable_subjects": len(facts.unnameable_subjects),
                 "scopes_refused": dg.MetadataValue.json(
-                    {reason: facts.drops[reason] for reason in REFUSAL_REASONS}
+                    {reason: output.scopes_refused[reason] for reason in REFUSAL_REASONS}
                 ),
-                "no_explicit_question": dg.MetadataValue.json(dict(sorted(no_explicit.items()))),
+                "no_explicit_question": dg.MetadataValue.json(
+                    dict(sorted(output.no_explicit_question.items()))
+                ),
                 "seed": config.seed,
                 "preview": dg.MetadataValue.md(
                     markdown_table(
                         ["chain", "turn", "question", "answer"],
                         [
                             (c.chain_id[:8], i, t.question, t.answer)
-                            for c in chains[:3]
+                            for c in output.chains[:3]
                             for i, t in enumerate(c.turns)
                         ],
                     )
                 ),
-            }
+            },
         )
-
-    return _family
-
-
-family_assets = [family_asset(family) for family in FAMILIES]
 
 
 class ChainSourceConfig(dg.Config):

@@ -17,10 +17,12 @@ counted once by reason in ``drops``.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -39,6 +41,9 @@ from chronoscope_dagster.chains.evidence import (
 )
 from chronoscope_dagster.chains.model import Turn
 from chronoscope_dagster.wikidata.properties import default_catalog
+
+if TYPE_CHECKING:
+    from chronoscope_dagster.warehouse import Warehouse
 
 PLACEHOLDERS = frozenset(
     {"unknown", "unknown value", "none", "null", "n/a", "na", "unspecified", "not known",
@@ -98,11 +103,7 @@ class SnapshotFacts:
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
         self.lifespans = lifespans(lifespan_rows)
-        self.drops: Counter[str] = Counter()
-        self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
-        self._dropped: set[tuple[str, str, str | None, str]] = set()
-        self._covered: dict[tuple[str, str, Span], bool] = {}
-        self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
+        self._forget()
         self.person_classes = default_catalog().person_classes
         self.labels: dict[str, Label] = {
             row["qid"]: Label(row["label"], tuple(row["aliases"] or ()), row["description"])
@@ -148,6 +149,22 @@ class SnapshotFacts:
             (s for s in self.pids_by_subject if self.subject_name(s) is None), key=_qid_number
         )
 
+    def _forget(self) -> None:
+        """Empty the memos of decided golds and the refusal counts."""
+        self.drops: Counter[str] = Counter()
+        self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
+        self._dropped: set[tuple[str, str, str | None, str]] = set()
+        self._covered: dict[tuple[str, str, Span], bool] = {}
+        self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
+
+    def fresh(self) -> SnapshotFacts:
+        """The same index with empty memos and refusal counts: what one family generates
+        from. The index is built once per snapshot for all families, and each family counts
+        its own refusals, as if it had built the index alone."""
+        facts = copy.copy(self)
+        facts._forget()
+        return facts
+
     def subject_name(self, subject: str) -> str | None:
         """How a question names the subject, or None when it cannot be named unambiguously."""
         label = self.labels.get(subject)
@@ -158,6 +175,20 @@ class SnapshotFacts:
         if label.description and clean_label(label.description):
             return f"{label.label} ({label.description})"
         return None
+
+    @classmethod
+    def from_warehouse(cls, warehouse: Warehouse, year: str) -> SnapshotFacts:
+        """The facts of one snapshot of a home: its truth, labels, lifespans and intervals,
+        and the present-day values."""
+        return cls.from_files(
+            int(year),
+            **{
+                name: warehouse.data_path(name, snapshot_year=year)
+                for name in ("truth", "labels", "lifespans")
+            },
+            intervals=warehouse.data_path("fact_intervals", snapshot_year=year),
+            present_day=warehouse.data_path("present_day"),
+        )
 
     @classmethod
     def from_files(

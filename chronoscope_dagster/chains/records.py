@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from chronoscope_dagster.chains.explicit import explicit_by_chain
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import family_module
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.templates import Templates
 
@@ -101,3 +104,23 @@ def family_turns_table(
     reason (``chains.explicit``)."""
     explicit, missing = explicit_by_chain(chains, templates, label_of, seed=seed)
     return turns_table(chains, explicit), missing
+
+
+@dataclass(frozen=True)
+class FamilyOutput:
+    chains: list[Chain]
+    table: pa.Table
+    no_explicit_question: Counter[str]
+    scopes_refused: Counter[str]
+
+
+def generate_family(
+    facts: SnapshotFacts, family: str, templates: Templates, seed: int
+) -> FamilyOutput:
+    """One family's chains and turns table from a snapshot's facts, with the family's own
+    refusal counts (``SnapshotFacts.fresh``): the asset and its determinism check both call
+    this."""
+    own = facts.fresh()
+    chains = list(family_module(family).generate(own, templates, seed))
+    table, missing = family_turns_table(chains, templates, own.labels, seed=seed)
+    return FamilyOutput(chains, table, missing, own.drops)

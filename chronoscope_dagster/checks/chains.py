@@ -3,14 +3,14 @@
 import dagster as dg
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.chains import _facts
 from chronoscope_dagster.chains.audit import (
     gold_mismatch_sql,
     timeless_outside_lifespan_sql,
     uncovered_sql,
 )
-from chronoscope_dagster.chains.families import FAMILIES, family_module
-from chronoscope_dagster.chains.records import family_turns_table
+from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.families import FAMILIES
+from chronoscope_dagster.chains.records import generate_family
 from chronoscope_dagster.chains.stats import (
     balance_misses,
     missing_defining_kind_sql,
@@ -212,12 +212,11 @@ def chains_deterministic(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     store = warehouse.warehouse
     differing = []
     for year in sorted({p["snapshot_year"] for p in store.partitions("family_carryover")}):
-        facts = _facts(store, year)
+        facts = SnapshotFacts.from_warehouse(store, year)
         for family in FAMILIES:
             used = store.read_report(f"family_{family}", snapshot_year=year)
             templates = load_templates(used["language"])
-            chains = list(family_module(family).generate(facts, templates, used["seed"]))
-            again, _ = family_turns_table(chains, templates, facts.labels, seed=used["seed"])
+            again = generate_family(facts, family, templates, used["seed"]).table
             stored = pq.read_table(store.data_path(f"family_{family}", snapshot_year=year))
             if not again.equals(stored):
                 differing.append(f"{family}[{year}]")

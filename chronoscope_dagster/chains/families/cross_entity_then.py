@@ -44,7 +44,7 @@ from chronoscope_dagster.chains.rng import rng_for
 FAMILY = "cross_entity_then"
 RELATIONS = ("P127", "P749", "P54", "P102", "P108", "P69", "P463", "P131", "P17")
 DIGIT = re.compile(r"\d")
-MAX_RELATED = 64
+MAX_RELATED = 128
 """Holders of one (relation, value, year) tried per subject."""
 
 Holders = dict[tuple[str, str, str | None], list[str]]
