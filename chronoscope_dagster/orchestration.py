@@ -53,6 +53,7 @@ def run_selection(
     workers: int = 0,
     op_config: Mapping[str, Mapping[str, object]] | None = None,
     models: str | None = None,
+    model_threads: int = 0,
     instance: dg.DagsterInstance | None = None,
     upstream: bool = True,
     echo: Callable[[str], None] = print,
@@ -60,11 +61,13 @@ def run_selection(
 ) -> list[dg.ExecuteInProcessResult]:
     """Run ``selection`` and, with ``upstream``, every asset upstream of it that the home does
     not hold as the current sources give it; returns the results of the runs, in order.
-    Raises ``HomeLocked`` when another process is writing the home."""
+    ``model_threads`` (0: the registry's) is ``ModelRegistry.threads``. Raises
+    ``HomeLocked`` when another process is writing the home."""
     with home_lock(Warehouse(home).home, command, echo):
         return _run_selection(
             home=home, selection=selection, dumps=dumps, checksums=checksums, workers=workers,
-            op_config=op_config, models=models, instance=instance, upstream=upstream, echo=echo,
+            op_config=op_config, models=models, model_threads=model_threads, instance=instance,
+            upstream=upstream, echo=echo,
         )  # fmt: skip
 
 
@@ -77,11 +80,12 @@ def _run_selection(
     workers: int,
     op_config: Mapping[str, Mapping[str, object]] | None,
     models: str | None,
+    model_threads: int,
     instance: dg.DagsterInstance | None,
     upstream: bool,
     echo: Callable[[str], None],
 ) -> list[dg.ExecuteInProcessResult]:
-    registry = ModelRegistry(path=models or "")
+    registry = ModelRegistry(path=models or "", threads=model_threads)
     sources = DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers)
     defs = build_definitions(home, sources, models=registry)
     instance = instance or dg.DagsterInstance.get()

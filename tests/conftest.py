@@ -14,6 +14,9 @@ SAMPLE_OP_CONFIG = {
     "paraphrased_subset": {"chains": 4, "retries": 1},
 }
 """The test session's small probe and paraphrased subset."""
+MODEL_THREADS = min(2, len(os.sched_getaffinity(0)))
+"""Threads of the embedded model where a test runs the pipeline: it is the session's only
+busy process, and answers do not depend on the count (``test_local_backend``)."""
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +55,7 @@ def sample_home(tmp_path_factory):
     results = run_selection(
         home=str(home),
         models=str(TEST_MODELS),
+        model_threads=MODEL_THREADS,
         op_config=SAMPLE_OP_CONFIG,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,

@@ -52,6 +52,26 @@ def test_greedy_answers_are_deterministic_and_batch_invariant(local):
     assert batched[-1].prompt_tokens > batched[0].prompt_tokens
 
 
+def test_answers_do_not_depend_on_the_thread_count(local):
+    """The thread count is left out of the cache key (``identity``): it changes no answer."""
+    import torch
+
+    requests = [request(q) for q in QUESTIONS]
+    one_thread = local.complete(requests, Decoding())
+    two = parse_entry(
+        {"name": "two", "backend": "local", "model": "smollm2-135m-instruct",
+         "options": {"threads": 2, "batch_size": 3}}
+    ).build()  # fmt: skip
+    try:
+        two_threads = two.complete(requests, Decoding())
+        assert torch.get_num_threads() == 2
+    finally:
+        two.close()
+        torch.set_num_threads(1)
+    assert [c.candidates for c in two_threads] == [c.candidates for c in one_thread]
+    assert two.identity() == local.identity()
+
+
 def test_k_candidates_by_beam_search(local):
     [completion] = local.complete([request(QUESTIONS[0])], Decoding(k=3))
     assert len(completion.candidates) == 3

@@ -15,7 +15,7 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import TEST_MODELS
+from tests.conftest import MODEL_THREADS, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
@@ -90,6 +90,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         home=str(copy),
         selection="paraphrase_predictions*",
         models=str(TEST_MODELS),
+        model_threads=MODEL_THREADS,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,
     )

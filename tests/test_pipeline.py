@@ -1,6 +1,7 @@
 """The ingest stage end to end on the embedded sample, through Dagster, in process."""
 
 import json
+import shutil
 
 import dagster as dg
 import pytest
@@ -11,7 +12,7 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import REFERENCE_MODELS, SAMPLE_OP_CONFIG, TEST_MODELS
+from tests.conftest import MODEL_THREADS, REFERENCE_MODELS, SAMPLE_OP_CONFIG, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
 
@@ -57,10 +58,15 @@ def test_views_reflect_the_snapshots(sample_home):
 
 
 def test_rematerializing_gives_identical_files(sample_home, tmp_path):
+    """A second home built from scratch holds the same bytes. It starts with the first home's
+    response cache, so the embedded paraphraser is not asked again: its own determinism is
+    ``test_local_backend``'s."""
     home, _ = sample_home
+    shutil.copytree(home / "cache", tmp_path / "cache")
     run_selection(
         home=str(tmp_path),
         models=str(REFERENCE_MODELS),
+        model_threads=MODEL_THREADS,
         op_config=SAMPLE_OP_CONFIG,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,

@@ -183,3 +183,23 @@ def test_models_option_naming_a_directory_is_a_clear_error(tmp_path, capsys, com
         argv += ["--home", str(tmp_path / "home")]
     assert main(argv) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_the_thread_override_reaches_local_models_only(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+    from chronoscope_dagster.resources.models import ModelRegistry
+
+    registry = tmp_path / "models.yaml"
+    registry.write_text(
+        "models:\n  - {name: local, backend: local, model: smollm2-135m-instruct}\n"
+        "  - {name: oracle, backend: oracle}\n"
+    )
+    kept = {s.name: s for s in ModelRegistry(path=str(registry)).specs()}
+    assert kept["local"].options.threads == 1
+    threaded = {s.name: s for s in ModelRegistry(path=str(registry), threads=2).specs()}
+    assert threaded["local"].options.threads == 2
+    assert threaded["local"].options.batch_size == kept["local"].options.batch_size
+    assert threaded["oracle"] == kept["oracle"]
+    assert ModelRegistry(threads=2).embedded().options.threads == 2
+    assert main(["run", "--home", str(tmp_path / "h"), "--threads", "-1"]) == 2
+    assert "--threads must be at least 0" in capsys.readouterr().err

@@ -33,7 +33,6 @@ from chronoscope_dagster.chains.paraphrase import (
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import Setting
-from chronoscope_dagster.llm.registry import embedded_spec
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import DumpSources, ModelRegistry, WarehouseResource
@@ -114,7 +113,7 @@ def paraphrased_subset(
     dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
     store = warehouse.warehouse
-    spec = models.spec(config.paraphraser) if config.paraphraser else embedded_spec()
+    spec = models.spec(config.paraphraser) if config.paraphraser else models.embedded()
     size = config.chains
     if size is None:
         embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
