@@ -336,12 +336,12 @@ def _models_list(args: argparse.Namespace) -> int:
 
     path = _model_registry(args.models)
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["name", "backend", "model", "max_new_tokens", "k", "options"])
+    writer.writerow(["name", "backend", "model", "max_new_tokens", "k", "prompting", "options"])
     for spec in load_registry(registry_path(path or "")):
         options = spec.options.model_dump(exclude_defaults=True)
         writer.writerow(
             [spec.name, spec.backend, spec.model, spec.decoding.max_new_tokens, spec.decoding.k,
-             " ".join(f"{k}={v}" for k, v in sorted(options.items()))]
+             spec.prompting, " ".join(f"{k}={v}" for k, v in sorted(options.items()))]
         )  # fmt: skip
     return 0
 

@@ -154,14 +154,17 @@ class Warehouse:
         return found
 
     def view_sql(self, asset: str) -> str | None:
-        """The ``SELECT`` behind an asset's view, or None while it has no data."""
+        """The ``SELECT`` behind an asset's view, or None while it has no data. Columns are
+        matched by name across partitions: a partition written before a column was added reads
+        it as null instead of hiding it from the others."""
         partitions = self.partitions(asset)
         if not partitions:
             return None
         depth = len(partitions[0])
         pattern = self.home / asset / Path(*(["*"] * depth)) / DATA_FILE
         source = sql_string(str(pattern))
-        return f"SELECT * FROM read_parquet({source}, hive_partitioning = {str(depth > 0).lower()})"
+        hive = str(depth > 0).lower()
+        return f"SELECT * FROM read_parquet({source}, hive_partitioning = {hive}, union_by_name = true)"
 
     def create_views(self, connection: duckdb.DuckDBPyConnection) -> list[str]:
         created = []
@@ -227,7 +230,8 @@ class Warehouse:
         return connection
 
     def dataset(self, asset: str) -> ds.Dataset | None:
-        """An asset's partitions as one Arrow dataset (partition keys as columns), or None."""
+        """An asset's partitions as one Arrow dataset (partition keys as columns, columns
+        matched by name as in ``view_sql``), or None."""
         partitions = self.partitions(asset)
         if not partitions:
             return None
@@ -236,10 +240,12 @@ class Warehouse:
             for key in partitions[0]
         ]
         files = [str(self.data_path(asset, **keys)) for keys in partitions]
+        schema = pa.unify_schemas([pq.read_schema(file) for file in files])
         if not fields:
-            return ds.dataset(files, format="parquet")
+            return ds.dataset(files, schema=schema, format="parquet")
         return ds.dataset(
             files,
+            schema=pa.unify_schemas([schema, pa.schema(fields)]),
             format="parquet",
             partitioning=ds.partitioning(pa.schema(fields), flavor="hive"),
             partition_base_dir=str(self.home / asset),

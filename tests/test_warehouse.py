@@ -62,3 +62,17 @@ def test_duckdb_threads_and_memory_bound_come_from_the_environment(tmp_path, mon
     monkeypatch.setenv("CHRONOSCOPE_DUCKDB_THREADS", "two")
     with pytest.raises(ValueError, match="CHRONOSCOPE_DUCKDB_THREADS='two'"):
         store.connect()
+
+
+def test_a_column_added_later_is_null_in_partitions_written_before(tmp_path):
+    store = Warehouse(tmp_path)
+    store.write_table("predictions", pa.table({"chain_id": ["a"]}), model="m", setting="s1")
+    store.write_table(
+        "predictions", pa.table({"chain_id": ["b"], "raw_output": ["x"]}), model="m", setting="s2"
+    )
+    sql = "SELECT setting, chain_id, raw_output FROM predictions ORDER BY setting"
+    expected = [("s1", "a", None), ("s2", "b", "x")]
+    with store.connect(views=True) as connection:
+        assert connection.execute(sql).fetchall() == expected
+    with store.reader() as connection:
+        assert connection.execute(sql).fetchall() == expected
