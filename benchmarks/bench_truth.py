@@ -94,9 +94,15 @@ def main() -> int:
     )
     parser.add_argument("--statements", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--threads", type=int, default=2, help="DuckDB threads")
+    parser.add_argument(
+        "--memory-limit",
+        default="",
+        help="DuckDB memory_limit, as CHRONOSCOPE_DUCKDB_MEMORY_LIMIT sets it (default: DuckDB's)",
+    )
     args = parser.parse_args()
     anchors = default_calendar(2025)
-    print(f"{len(anchors)} anchors; DuckDB threads {args.threads}\n")
+    limit = args.memory_limit or "DuckDB's default"
+    print(f"{len(anchors)} anchors; DuckDB threads {args.threads}; memory limit {limit}\n")
     print(
         f"{'statements':>11}{'intervals s':>13}{'truth s':>9}{'truth rows':>12}{'statements/s':>14}{'peak RSS MB':>13}"
     )
@@ -104,9 +110,10 @@ def main() -> int:
         for count in args.statements:
             claims_path = Path(scratch) / f"claims-{count}.parquet"
             pq.write_table(synthetic_claims(count), claims_path)
-            connection = duckdb.connect(
-                config={"threads": args.threads, "temp_directory": str(Path(scratch) / "spill")}
-            )
+            config = {"threads": args.threads, "temp_directory": str(Path(scratch) / "spill")}
+            if args.memory_limit:
+                config["memory_limit"] = args.memory_limit
+            connection = duckdb.connect(config=config)
             started = time.perf_counter()
             build_intervals(connection, parquet_source(claims_path), "fact_intervals")
             intervals_path = Path(scratch) / "intervals.parquet"
