@@ -330,12 +330,7 @@ def _rewrite_then_answer(
     pending = [
         (
             index,
-            ChatRequest(
-                messages=(("system", SYSTEM_PROMPT), ("user", question)),
-                gold=request.gold,
-                present_day=request.present_day,
-                states_scope=request.states_scope,
-            ),
+            replace(request, messages=(("system", SYSTEM_PROMPT), ("user", question))),
         )
         for index, (request, question) in enumerate(zip(requests, questions, strict=True))
         if question
