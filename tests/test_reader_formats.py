@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -199,6 +201,69 @@ def test_workers_do_not_change_the_result(fmt, tmp_path):
     assert two[1].equals(one[1])
     assert two[2].equals(one[2])
     assert two[0].reconciles
+
+
+def test_a_line_longer_than_a_ring_slot_is_parsed_whole(tmp_path):
+    """Blocks are whole lines, a line of several blocks included (it passes to a worker
+    outside the shared-memory ring), and the parse is the same with one worker or two."""
+    long_entity = orjson.loads(ENTITY_LINES[4])
+    long_entity["aliases"] = {
+        "en": [{"language": "en", "value": f"alias number {i}"} for i in range(2000)]
+    }
+    long_line = orjson.dumps(long_entity)
+    assert len(long_line) > 3 * BLOCK
+    lines = [*ENTITY_LINES[:4], long_line, *ENTITY_LINES[5:]]
+    text = b"\n".join(lines) + b"\n"
+    path = tmp_path / "long.json.gz"
+    path.write_bytes(gzip.compress(text))
+    blocks = list(iter_blocks([path], BLOCK))
+    assert b"".join(blocks) == text
+    assert all(block.endswith(b"\n") for block in blocks)
+    assert any(len(block) > 2 * BLOCK for block in blocks)
+    one = _extract(path, tmp_path / "one", workers=1)
+    two = _extract(path, tmp_path / "two", workers=2)
+    assert one[0].get("items") == len(SAMPLE.entities)
+    assert two[0].counts == one[0].counts
+    assert two[1].equals(one[1])
+    assert two[2].equals(one[2])
+
+
+@pytest.mark.parametrize("fmt", ["json.gz", "shards"])
+def test_progress_follows_the_input_read_to_its_end(fmt, tmp_path):
+    path = FORMATS[fmt][0](tmp_path)
+    seen: list[tuple[int, str]] = []
+    report = extract_dump(
+        path,
+        tmp_path / "c.parquet",
+        tmp_path / "l.parquet",
+        workers=2,
+        block_bytes=BLOCK,
+        progress=lambda r: seen.append((r.input_read_bytes, r.progress_text())),
+    )
+    read = [position for position, _ in seen]
+    assert len(seen) >= 6 and read == sorted(read)
+    assert 0 < read[0] <= report.input_bytes
+    assert fmt != "shards" or read[0] < report.input_bytes  # (one small gzip is read at once)
+    assert report.input_read_bytes == report.input_bytes
+    assert "s left)" in seen[-1][1] and f"{report.get('items'):,} items" in seen[-1][1]
+
+
+def _rings() -> set[Path]:
+    places = {Path("/dev/shm"), Path(tempfile.gettempdir())}
+    return {
+        ring for place in places if place.is_dir() for ring in place.glob("chronoscope-blocks-*")
+    }
+
+
+def test_the_block_ring_is_removed_after_a_run_and_after_a_failure(tmp_path):
+    before = _rings()
+    _extract(FORMATS["json.gz"][0](tmp_path), tmp_path / "out", workers=2)
+    cut = tmp_path / "cut.json.gz"
+    data = gzip.compress(ARRAY_TEXT)
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(DumpFormatError):
+        _extract(cut, tmp_path / "cut", workers=2)
+    assert _rings() == before
 
 
 def test_truncated_gzip(tmp_path):

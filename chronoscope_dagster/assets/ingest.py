@@ -138,10 +138,7 @@ def claims_and_labels(
         now = time.monotonic()
         if now - last_report[0] >= PROGRESS_SECONDS:
             last_report[0] = now
-            context.log.info(
-                f"{report.get('lines'):,} lines, {report.get('items'):,} items, "
-                f"{report.get('statements_kept'):,} statements kept"
-            )
+            context.log.info(f"snapshot {year}: {report.progress_text()}")
 
     with (
         store.writing("claims", snapshot_year=year) as claims_path,

@@ -1,21 +1,25 @@
 """Streaming a dump through the extractor on every core, in bounded memory.
 
-One process decompresses and cuts the stream into blocks of whole lines (a
-byte range each); worker processes parse the blocks; the results come back in
-input order and are appended to Parquet files as they arrive, so memory holds
-at most a few blocks per worker and the output does not depend on the number
-of workers. Formats: ``.json.gz`` (one or several gzip members),
-``.json.bz2`` (one or several streams), ``.jsonl.zst`` / ``.json.zst`` (every
-frame, not only the first) and uncompressed ``.json`` / ``.jsonl``; a
-directory is read as the sorted list of the dump files it holds (shards).
-"""
+One process decompresses and cuts the stream into blocks of whole lines; with
+several workers it writes each block into a slot of one shared-memory ring, and
+worker processes parse the blocks in place (only a slot's offset and length
+cross the pipe, never the block's bytes: pickling every block cost the parent
+more than the parse saved). The results come back in input order and are
+appended to Parquet files as they arrive, so memory holds a fixed ring and a few
+results, and the output does not depend on the number of workers. Formats:
+``.json.gz`` (one or several gzip members), ``.json.bz2`` (one or several
+streams), ``.jsonl.zst`` / ``.json.zst`` (every frame, not only the first) and
+uncompressed ``.json`` / ``.jsonl``; a directory is read as the sorted list of
+the dump files it holds (shards)."""
 
 from __future__ import annotations
 
 import bz2
 import io
+import mmap
 import multiprocessing
 import os
+import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -52,11 +56,26 @@ class ExtractionReport:
 
     counts: Counter[str] = field(default_factory=Counter)
     input_bytes: int = 0
+    input_read_bytes: int = 0
+    """Of ``input_bytes``, how many the decompressor has read (ahead of the counts by the
+    blocks in flight)."""
     seconds: float = 0.0
     workers: int = 1
 
     def get(self, key: str) -> int:
         return self.counts.get(key, 0)
+
+    def progress_text(self) -> str:
+        """Counts so far, the input read, its rate and the time left at that rate."""
+        done = self.input_read_bytes / self.input_bytes if self.input_bytes else 1.0
+        rate = self.input_read_bytes / 1e6 / max(self.seconds, 1e-9)
+        left = f"about {self.seconds * (1 - done) / done:.0f} s left" if done else "starting"
+        return (
+            f"{self.get('lines'):,} lines, {self.get('items'):,} items, "
+            f"{self.get('statements_kept'):,} statements kept; "
+            f"{self.input_read_bytes / 1e6:,.0f} of {self.input_bytes / 1e6:,.0f} MB read "
+            f"({rate:.1f} MB/s, {left})"
+        )
 
     @property
     def line_rejects(self) -> dict[str, int]:
@@ -119,44 +138,79 @@ def dump_files(path: Path) -> list[Path]:
     return [path]
 
 
-def open_dump(path: Path) -> io.BufferedIOBase:
-    """A binary stream of the decompressed dump."""
-    name = path.name
+def open_dump(raw: io.BufferedReader, name: str) -> io.BufferedIOBase:
+    """A binary stream of the decompressed dump read from ``raw``, the file named ``name``
+    (its suffix says the compression)."""
     if name.endswith(".gz"):
         from isal import igzip_threaded
 
-        return igzip_threaded.open(path, "rb", threads=1)
+        return igzip_threaded.open(raw, "rb", threads=1)
     if name.endswith(".bz2"):
-        return bz2.open(path, "rb")
+        return bz2.open(raw, "rb")
     if name.endswith(".zst"):
         import zstandard
 
-        raw = open(path, "rb")  # noqa: SIM115 - closed with the reader (closefd)
         return zstandard.ZstdDecompressor().stream_reader(
-            raw, read_across_frames=True, closefd=True
+            raw, read_across_frames=True, closefd=False
         )
-    return open(path, "rb")
+    return raw
 
 
 def iter_blocks(paths: list[Path], block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
     """Blocks of whole lines from the decompressed files, in order."""
+    for view in _line_blocks(paths, block_bytes):
+        yield bytes(view)
+
+
+def _line_blocks(
+    paths: list[Path], block_bytes: int, report: ExtractionReport | None = None
+) -> Iterator[memoryview]:
+    """Blocks of whole lines, each a view of one reused buffer, valid until the next is
+    asked for. A block is what is left of the last one after its last newline, then
+    ``block_bytes`` more, cut after the last newline (a line longer than that makes the
+    block grow until it ends). ``report.input_read_bytes`` follows the (compressed) bytes read."""
     decompression_errors = _decompression_errors()
+    buffer = bytearray(2 * block_bytes)
+    files_done_bytes = 0
     for path in paths:
         try:
-            with open_dump(path) as stream:
-                pending = b""
-                while data := stream.read(block_bytes):
-                    data = pending + data
-                    cut = data.rfind(b"\n") + 1
-                    pending = data[cut:]
+            with open(path, "rb") as raw, open_dump(raw, path.name) as stream:
+                filled = 0
+                while True:
+                    if filled + block_bytes > len(buffer):
+                        buffer.extend(bytes(filled + block_bytes - len(buffer)))
+                    with memoryview(buffer) as window:
+                        read = _read_fully(stream, window[filled : filled + block_bytes])
+                    if not read:
+                        break
+                    filled += read
+                    if report is not None:
+                        report.input_read_bytes = files_done_bytes + raw.tell()
+                    cut = buffer.rfind(b"\n", 0, filled) + 1
                     if cut:
-                        yield data[:cut]
-                if pending:
-                    yield pending
+                        with memoryview(buffer) as window, window[:cut] as block:
+                            yield block
+                        buffer[: filled - cut] = buffer[cut:filled]
+                        filled -= cut
+                if filled:
+                    with memoryview(buffer) as window, window[:filled] as block:
+                        yield block
+            files_done_bytes += path.stat().st_size
         except FileNotFoundError:
             raise
         except decompression_errors as error:
             raise DumpFormatError(f"{path}: cannot decompress: {error}") from error
+
+
+def _read_fully(stream: io.BufferedIOBase, into: memoryview) -> int:
+    """Bytes read into ``into``: all of it, unless the stream ends first."""
+    total = 0
+    while total < len(into):
+        read = stream.readinto(into[total:])
+        if not read:
+            break
+        total += read
+    return total
 
 
 def _decompression_errors() -> tuple[type[Exception], ...]:
@@ -166,6 +220,7 @@ def _decompression_errors() -> tuple[type[Exception], ...]:
 
 
 _worker_extractor: Extractor | None = None
+_worker_ring: mmap.mmap | None = None
 
 
 def _extract_block(block: bytes) -> ChunkResult:
@@ -176,6 +231,17 @@ def _extract_block(block: bytes) -> ChunkResult:
     if not lines[-1]:
         lines.pop()
     return _worker_extractor.extract_lines(lines)
+
+
+def _attach_ring(path: str) -> None:
+    global _worker_ring
+    with open(path, "r+b") as file:
+        _worker_ring = mmap.mmap(file.fileno(), 0)
+
+
+def _extract_slot(offset: int, length: int) -> ChunkResult:
+    assert _worker_ring is not None, "the worker was started without the block ring"
+    return _extract_block(_worker_ring[offset : offset + length])
 
 
 def extract_dump(
@@ -194,7 +260,7 @@ def extract_dump(
     input_bytes = sum(p.stat().st_size for p in paths)
     if not workers:
         small = input_bytes * SMALL_INPUT_RATIO < block_bytes
-        workers = 1 if small else os.cpu_count() or 1
+        workers = 1 if small else len(os.sched_getaffinity(0))
     report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
@@ -206,7 +272,7 @@ def extract_dump(
         else None
     )
     try:
-        for result in _results(paths, workers, block_bytes):
+        for result in _results(paths, workers, block_bytes, report):
             if result.claims.num_rows:
                 claims_writer.write_table(result.claims)
             if result.labels.num_rows:
@@ -215,6 +281,7 @@ def extract_dump(
                 lifespans_writer.write_table(result.lifespans)
             report.counts.update(result.counts)
             if progress is not None:
+                report.seconds = time.perf_counter() - started
                 progress(report)
     finally:
         claims_writer.close()
@@ -225,17 +292,72 @@ def extract_dump(
     return report
 
 
-def _results(paths: list[Path], workers: int, block_bytes: int) -> Iterator[ChunkResult]:
-    blocks = iter_blocks(paths, block_bytes)
+def _results(
+    paths: list[Path], workers: int, block_bytes: int, report: ExtractionReport
+) -> Iterator[ChunkResult]:
+    blocks = _line_blocks(paths, block_bytes, report)
     if workers == 1:
-        yield from map(_extract_block, blocks)
-        return
-    in_flight: deque[Future[ChunkResult]] = deque()
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         for block in blocks:
-            in_flight.append(pool.submit(_extract_block, block))
-            if len(in_flight) >= 2 * workers:
-                yield in_flight.popleft().result()
+            yield _extract_block(bytes(block))
+        return
+    slot_bytes = 2 * block_bytes
+    slots = 2 * workers
+    with (
+        _BlockRing(slots * slot_bytes) as ring,
+        ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_attach_ring,
+            initargs=(ring.path,),
+        ) as pool,
+    ):
+        free = deque(range(0, slots * slot_bytes, slot_bytes))
+        in_flight: deque[tuple[Future[ChunkResult], int | None]] = deque()
+        for block in blocks:
+            shared = len(block) <= slot_bytes
+            while len(in_flight) >= slots or (shared and not free):
+                future, offset = in_flight.popleft()
+                yield future.result()
+                if offset is not None:
+                    free.append(offset)
+            if shared:
+                offset = free.popleft()
+                ring.memory[offset : offset + len(block)] = block
+                in_flight.append((pool.submit(_extract_slot, offset, len(block)), offset))
+            else:
+                in_flight.append((pool.submit(_extract_block, bytes(block)), None))
         while in_flight:
-            yield in_flight.popleft().result()
+            yield in_flight.popleft()[0].result()
+
+
+class _BlockRing:
+    """A file mapped by the parent and by every worker, removed on exit: in ``/dev/shm``
+    where it has room for it twice over (a container's is often 64 MB, and writing past a
+    full tmpfs kills the process), else in the temporary directory."""
+
+    def __init__(self, size: int):
+        directory = "/dev/shm" if _free_bytes("/dev/shm") >= 2 * size else None
+        descriptor, self.path = tempfile.mkstemp(prefix="chronoscope-blocks-", dir=directory)
+        try:
+            os.ftruncate(descriptor, size)
+            self.memory = mmap.mmap(descriptor, size)
+        except BaseException:
+            os.unlink(self.path)
+            raise
+        finally:
+            os.close(descriptor)
+
+    def __enter__(self) -> _BlockRing:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.memory.close()
+        os.unlink(self.path)
+
+
+def _free_bytes(directory: str) -> int:
+    try:
+        stat = os.statvfs(directory)
+    except OSError:
+        return 0
+    return stat.f_bavail * stat.f_frsize if os.access(directory, os.W_OK) else 0
