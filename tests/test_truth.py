@@ -2,9 +2,13 @@
 
 from datetime import date
 
+import duckdb
+import pyarrow.parquet as pq
 import pytest
 
-from tests.truth_helpers import Claim, compute, day, year
+from chronoscope_dagster.truth.intervals import build_intervals
+from chronoscope_dagster.truth.table import subject_ranges, write_truth
+from tests.truth_helpers import Claim, claims_table, compute, day, year
 
 UK, PM = "Q145", "P6"
 JOHNSON, TRUSS, SUNAK = "Q180589", "Q272201", "Q20055561"
@@ -236,3 +240,30 @@ def test_anchor_batching_does_not_change_the_output():
     _, _, one_anchor_each = compute(claims, anchors, anchors_per_query=1)
     assert list(one_query.items()) == list(one_anchor_each.items())
     assert next(iter(one_query))[0] is None  # timeless rows come first
+
+
+def test_a_memory_bound_splits_the_work_but_not_the_file(tmp_path):
+    """Ranges of subjects of a few rows each (as a small memory limit gives) write the same
+    bytes as one query per anchor batch, in groups of rows whatever the split."""
+    claims = (
+        uk_prime_ministers()
+        + [
+            Claim(f"Q{s}", "P463", f"Q{n}", start=(f"{1990 + (n * s) % 30}-01-01", 9))
+            for s in range(2, 30)
+            for n in range(40, 44)
+        ]
+        + [Claim(f"Q{s}", "P31", "Q5") for s in range(2, 30, 3)]
+    )
+    anchors = [year(y) for y in range(1990, 2025)] + [day("2022-09-06")]
+    connection = duckdb.connect()
+    connection.register("claims_in", claims_table(claims))
+    build_intervals(connection, "claims_in", "fact_intervals")
+    paths = {rows: tmp_path / f"truth-{rows}.parquet" for rows in (None, 5, 1)}
+    for rows, path in paths.items():
+        written = write_truth(
+            connection, "fact_intervals", anchors, path, row_anchors_per_query=rows
+        )
+        assert written == pq.read_metadata(path).num_rows
+    assert len(subject_ranges(connection, "fact_intervals", 5)) > 8
+    assert subject_ranges(connection, "fact_intervals", 10**9) == ["TRUE"]
+    assert paths[None].read_bytes() == paths[5].read_bytes() == paths[1].read_bytes()

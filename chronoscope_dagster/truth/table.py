@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import duckdb
@@ -102,40 +103,133 @@ def truth_sql(intervals: str, anchors: str | None) -> str:
     """
 
 
+ROW_GROUP_ROWS = 1 << 16
+BYTES_PER_ROW_ANCHOR = 128
+"""Memory a truth query takes per interval row and anchor it joins, with a margin over
+what was measured (4M statements at 8 anchors a query ran within 1.5 GB, not within 1 GB)."""
+
+
 def write_truth(
     connection: duckdb.DuckDBPyConnection,
     intervals: str,
     anchors: list[Anchor],
     path: Path,
     anchors_per_query: int = 8,
+    row_anchors_per_query: int | None = None,
 ) -> int:
     """Write the truth of ``intervals`` at ``anchors`` to one Parquet file; return its rows.
 
-    The timeless rows come first, then the anchors in key order, a few per query, so
-    memory holds a few anchors' rows at a time and the file is in one global order
-    (timeless, then anchor, subject, property) whatever the batch size.
+    The timeless rows come first, then the anchors in key order, a few per query, so memory
+    holds a few anchors' rows at a time. Where interval rows times anchors exceed
+    ``row_anchors_per_query`` (default: the connection's memory limit over
+    ``BYTES_PER_ROW_ANCHOR``), each query takes one anchor and a range of subjects. The file
+    is in one global order (timeless, then anchor, subject, property) and its bytes are the
+    same whatever the split.
     """
     connection.execute(
         f"""CREATE OR REPLACE TEMP TABLE _truth_intervals AS
         SELECT i.*, bool_and(i.is_timeless) OVER (PARTITION BY i.subject_qid, i.pid)
                    AS all_timeless
-        FROM {intervals} i"""
+        FROM {intervals} i
+        ORDER BY i.subject_qid"""
     )
+    budget = row_anchors_per_query or _memory_limit_bytes(connection) // BYTES_PER_ROW_ANCHOR
+    [(interval_rows,)] = connection.execute("SELECT count(*) FROM _truth_intervals").fetchall()
+    ranges = ["TRUE"]
+    if interval_rows * anchors_per_query > budget:
+        anchors_per_query = 1
+        ranges = subject_ranges(connection, "_truth_intervals", max(budget, 1))
     ordered = sorted(anchors, key=lambda anchor: anchor.key)
     batches = [
         ordered[i : i + anchors_per_query] for i in range(0, len(ordered), anchors_per_query)
     ]
-    rows = 0
     with pq.ParquetWriter(path, TRUTH_SCHEMA, compression="zstd") as writer:
+        groups = _RowGroups(writer, ROW_GROUP_ROWS)
         for batch in [None, *batches]:
             if batch is not None:
                 connection.register("_truth_anchors", anchors_table(batch))
-            sql = truth_sql("_truth_intervals", None if batch is None else "_truth_anchors")
-            for record_batch in connection.sql(sql).to_arrow_reader(1 << 16):
-                writer.write_batch(record_batch.cast(TRUTH_SCHEMA))
-                rows += record_batch.num_rows
+            for condition in ranges:
+                sql = truth_sql(
+                    f"(SELECT * FROM _truth_intervals WHERE {condition})",
+                    None if batch is None else "_truth_anchors",
+                )
+                for record_batch in connection.sql(sql).to_arrow_reader(ROW_GROUP_ROWS):
+                    groups.write(record_batch.cast(TRUTH_SCHEMA))
+        groups.close()
     connection.execute("DROP TABLE _truth_intervals")
-    return rows
+    return groups.rows
+
+
+class _RowGroups:
+    """Rows written in groups of exactly ``size`` (the last one shorter) however the
+    queries cut them, so the file's bytes do not depend on how the work was split."""
+
+    def __init__(self, writer: pq.ParquetWriter, size: int):
+        self.writer, self.size = writer, size
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = self.rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        self.rows += batch.num_rows
+        while self.pending_rows >= self.size:
+            self._flush(self.size)
+
+    def close(self) -> None:
+        if self.pending_rows:
+            self._flush(self.pending_rows)
+
+    def _flush(self, rows: int) -> None:
+        table = pa.Table.from_batches(self.pending, schema=self.pending[0].schema)
+        self.writer.write_table(table.slice(0, rows).combine_chunks(), row_group_size=rows)
+        rest = table.slice(rows)
+        self.pending, self.pending_rows = rest.to_batches(), rest.num_rows
+
+
+def subject_ranges(
+    connection: duckdb.DuckDBPyConnection, relation: str, rows_per_range: int
+) -> list[str]:
+    """Conditions on ``subject_qid`` that split ``relation`` into consecutive ranges of
+    subjects, in order, each of about ``rows_per_range`` rows at most (plus, at its end, the
+    rows of one subject)."""
+    starts = [
+        start
+        for (start,) in connection.execute(
+            f"""WITH per_subject AS (
+                SELECT subject_qid, count(*) AS n FROM {relation} GROUP BY subject_qid
+            ), cumulative AS (
+                SELECT subject_qid,
+                       sum(n) OVER (ORDER BY subject_qid ROWS UNBOUNDED PRECEDING) - n AS before
+                FROM per_subject
+            )
+            SELECT min(subject_qid) FROM cumulative
+            GROUP BY before // {int(rows_per_range)} ORDER BY 1"""
+        ).fetchall()
+    ]
+    bounds = [_quoted(start) for start in starts[1:]]
+    if not bounds:
+        return ["TRUE"]
+    return [
+        f"subject_qid < {bounds[0]}",
+        *(f"subject_qid >= {lo} AND subject_qid < {hi}" for lo, hi in pairwise(bounds)),
+        f"subject_qid >= {bounds[-1]}",
+    ]
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+_MEMORY_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+                 "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip
+
+
+def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
+    """The connection's ``memory_limit`` (DuckDB shows it as, e.g., ``953.6 MiB``)."""
+    [shown] = connection.execute("SELECT current_setting('memory_limit')").fetchone()
+    amount, unit = str(shown).split()
+    return int(float(amount) * _MEMORY_UNITS[unit])
 
 
 def present_day_sql(truth: str, labels: str, anchor: str) -> str:
