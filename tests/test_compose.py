@@ -121,20 +121,16 @@ class Stack:
         return done.stdout
 
     def healthy(self) -> bool:
-        states = []
-        for service in SERVICES:
-            [container] = self.compose("ps", "-q", service).split() or [""]
-            if not container:
-                return False
-            state = _run(
-                "docker",
-                "inspect",
-                "-f",
-                "{{if .State.Health}}{{.State.Health.Status}}{{end}}",
-                container,
-            ).stdout.strip()
-            states.append(state)
-        return all(state == "healthy" for state in states)
+        """Every service's container up with a healthy healthcheck (one `compose ps`)."""
+        listed = self.compose("ps", "--all", "--format", "json").strip()
+        if listed.startswith("["):  # Compose before 2.21: one array
+            rows = json.loads(listed)
+        else:  # one object a line
+            rows = [json.loads(line) for line in listed.splitlines() if line.strip()]
+        health = {row["Service"]: row.get("Health", "") for row in rows}
+        return sorted(health) == sorted(SERVICES) and all(
+            health[service] == "healthy" for service in SERVICES
+        )
 
     def logs(self) -> str:
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
@@ -143,7 +139,7 @@ class Stack:
 
     def up(self) -> None:
         self.compose("up", "-d", timeout=600)
-        wait_for(self.healthy, 300, "every service healthy", self.logs, poll_s=3)
+        wait_for(self.healthy, 300, "every service healthy", self.logs)
         wait_for(lambda: http_ok(f"{self.url}/server_info"), 60, "the webserver")
 
     def graphql(self, query: str, **variables) -> dict:
@@ -265,7 +261,7 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
 
     backfill = launch_backfill(stack.url, _main_assets(stack), None, "the embedded sample")
     status = wait_for(
-        lambda: backfill_done(stack.url, backfill), 900, "the sample pipeline", stack.logs, 3
+        lambda: backfill_done(stack.url, backfill), 900, "the sample pipeline", stack.logs
     )
     assert status == "COMPLETED_SUCCESS", stack.logs()
     subset = _launch(stack, "chronoscope_main", ["paraphrased_subset"])
@@ -306,9 +302,9 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     stack.compose("stop", "daemon", timeout=120)
     time.sleep(10)
     stack.compose("start", "daemon", timeout=120)
-    wait_for(stack.healthy, 120, "the daemon back", stack.logs, poll_s=3)
+    wait_for(stack.healthy, 120, "the daemon back", stack.logs)
     status = wait_for(
-        lambda: _run_status(stack, interrupted["runId"]), 900, "the interrupted run", stack.logs, 5
+        lambda: _run_status(stack, interrupted["runId"]), 900, "the interrupted run", stack.logs
     )
     assert status in ("SUCCESS", "FAILURE"), status
     interrupted_status = status
@@ -318,9 +314,7 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     [key] = [t["value"] for t in interrupted["tags"] if t["key"] == "dagster/partition"]
     keys = [key]
     backfill = launch_backfill(stack.url, EVALUATION_ASSETS, keys, "re-launch local")
-    status = wait_for(
-        lambda: backfill_done(stack.url, backfill), 900, "the re-launch", stack.logs, poll_s=3
-    )
+    status = wait_for(lambda: backfill_done(stack.url, backfill), 900, "the re-launch", stack.logs)
     assert status == "COMPLETED_SUCCESS", stack.logs()
     for asset in ("predictions", "paraphrase_predictions"):
         latest: dict[str, dict] = {}
