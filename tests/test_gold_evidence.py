@@ -218,3 +218,31 @@ def test_the_gold_check_expects_timeless_values_removed_outside_the_lifespan():
         connection.register("truth", truth)
         sql = gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
         assert connection.execute(sql).fetchone() == (1, wrong)
+
+
+def test_dates_outside_pythons_years_keep_their_order_against_every_scope():
+    """Real dumps hold births BCE and dates past year 9999: they bound lifespans and
+    intervals like any other date instead of stopping the index."""
+    from chronoscope_dagster.chains.evidence import anchor_span, lifespans
+
+    bce, far_future = -1_000_000, 3_000_000  # days from 1970: about 768 BCE and 10183
+    bounds = pa.table(
+        {
+            "qid": ["Q1", "Q1", "Q2"],
+            "bound": ["start", "end", "end"],
+            "date": pa.array([bce, far_future, bce], pa.int32()).cast(pa.date32()),
+            "precision": pa.array([9, 11, 9], pa.int8()),
+        }
+    )
+    spans = lifespans(bounds)
+    assert spans["Q1"].outside(anchor_span("2015", 2025)) is None
+    assert spans["Q2"].outside(anchor_span("2015", 2025)) == "after_lifespan"
+
+    intervals = intervals_table([(COUNTRY, PM, A, "2008-05-08", "2011-11-15")])
+    valid_from = pa.array([bce], pa.int32()).cast(pa.date32())
+    intervals = intervals.set_column(
+        intervals.schema.get_field_index("valid_from"), "valid_from", valid_from
+    )
+    rows = [(str(y), COUNTRY, PM, [A]) for y in range(2008, 2012)]
+    facts = facts_from_rows(rows, NAMES, intervals=intervals)
+    assert facts.gold(COUNTRY, PM, "2010") is not None

@@ -37,6 +37,7 @@ from datetime import date
 from functools import lru_cache
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 MAX_GAP_DAYS = 31
 DROP_REASONS = (
@@ -120,13 +121,29 @@ class Lifespan:
         return max(span[0], self.start), min(span[1], self.end)
 
 
+def python_dates(table: pa.Table) -> pa.Table:
+    """``table`` with its dates clamped to the years Python's ``date`` holds (1 to 9999).
+
+    Wikidata dates reach far outside them (births BCE, the universe's inception, typos in
+    the far future); clamping keeps every such date before (or after) every scope a chain
+    asks about, which lie within the snapshot's own century."""
+    low = pa.scalar(date.min, pa.date32())
+    high = pa.scalar(date.max, pa.date32())
+    for index, column in enumerate(table.schema):
+        if pa.types.is_date32(column.type):
+            clamped = pc.max_element_wise(table.column(index), low, skip_nulls=False)
+            clamped = pc.min_element_wise(clamped, high, skip_nulls=False)
+            table = table.set_column(index, column, clamped)
+    return table
+
+
 def lifespans(table: pa.Table | None) -> dict[str, Lifespan]:
     """Each subject's lifespan from ``lifespans`` rows (qid, bound, date, precision)."""
     if table is None or not table.num_rows:
         return {}
     starts: dict[str, int] = {}
     ends: dict[str, int] = {}
-    for row in table.select(["qid", "bound", "date", "precision"]).to_pylist():
+    for row in python_dates(table.select(["qid", "bound", "date", "precision"])).to_pylist():
         first, last = _precision_span(row["date"], row["precision"])
         if row["bound"] == "start":
             starts[row["qid"]] = min(starts.get(row["qid"], FOREVER), first)

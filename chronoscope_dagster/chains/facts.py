@@ -38,6 +38,7 @@ from chronoscope_dagster.chains.evidence import (
     lifespans,
     longest_gap,
     merge,
+    python_dates,
 )
 from chronoscope_dagster.chains.model import Turn
 from chronoscope_dagster.wikidata.properties import default_catalog
@@ -223,7 +224,7 @@ class SnapshotFacts:
         if intervals is None:
             return
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
-        for row in intervals.select(list(INTERVAL_COLUMNS)).to_pylist():
+        for row in python_dates(intervals.select(list(INTERVAL_COLUMNS))).to_pylist():
             if row["valid_from"] is not None and not row["is_timeless"]:
                 start = row["valid_from"].toordinal()
                 for qid in (row["subject_qid"], row["value_qid"]):
