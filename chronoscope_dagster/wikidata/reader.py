@@ -260,7 +260,7 @@ def extract_dump(
     input_bytes = sum(p.stat().st_size for p in paths)
     if not workers:
         small = input_bytes * SMALL_INPUT_RATIO < block_bytes
-        workers = 1 if small else len(os.sched_getaffinity(0))
+        workers = 1 if small else _usable_cores()
     report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
@@ -353,6 +353,13 @@ class _BlockRing:
     def __exit__(self, *_: object) -> None:
         self.memory.close()
         os.unlink(self.path)
+
+
+def _usable_cores() -> int:
+    """The CPUs this process may run on (a container's cpuset), where the OS says."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _free_bytes(directory: str) -> int:
