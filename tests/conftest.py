@@ -19,6 +19,21 @@ MODEL_THREADS = min(2, len(os.sched_getaffinity(0)))
 busy process, and answers do not depend on the count (``test_local_backend``)."""
 
 
+SAMPLE_HOME_TIMEOUT_S = 2400
+"""The per-test bound of a test that uses the sample home: pytest-timeout counts a session
+fixture's setup in the first test that asks for it, and building the home (the whole pipeline
+with the embedded model) takes 9 to 12 minutes on 2 cores."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if not {"sample_home", "sample_facts"} & set(getattr(item, "fixturenames", ())):
+            continue
+        own = item.get_closest_marker("timeout")
+        if own is None or (own.args and own.args[0] < SAMPLE_HOME_TIMEOUT_S):
+            item.add_marker(pytest.mark.timeout(SAMPLE_HOME_TIMEOUT_S), append=False)
+
+
 @pytest.fixture(autouse=True)
 def _restore_environment():
     """The command line exports its settings for Dagster's processes; tests call it in process."""
