@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_ingest import time_gzip  # this folder is on the path of a script run from it
+
 CLI = Path(sys.executable).with_name("chronoscope")
 STAGES = {
     "truth": "key:fact_intervals or key:truth or key:present_day",
@@ -70,13 +72,6 @@ def run_stage(home: Path, dump: Path, selection: str, workers: int | None) -> di
         elif line.startswith(PEAK):
             peak_kb = int(line.removeprefix(PEAK))
     return {"seconds": seconds, "steps": steps, "peak_mb": peak_kb / 1024}
-
-
-def time_gzip(path: Path) -> float:
-    started = time.perf_counter()
-    with open(os.devnull, "wb") as sink:
-        subprocess.run(["gzip", "-dc", str(path)], stdout=sink, check=True)
-    return time.perf_counter() - started
 
 
 def main() -> int:
