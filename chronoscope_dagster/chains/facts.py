@@ -20,11 +20,13 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.chains.evidence import (
@@ -104,36 +106,41 @@ class SnapshotFacts:
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
         self.lifespans = lifespans(lifespan_rows)
+        self._decisions: dict[tuple[str, str, str | None], tuple[Gold | None, str | None]] = {}
+        self._covered: dict[tuple[str, str, Span], bool] = {}
+        self._person: dict[str, bool | None] = {}
         self._forget()
         self.person_classes = default_catalog().person_classes
         self.labels: dict[str, Label] = {
-            row["qid"]: Label(row["label"], tuple(row["aliases"] or ()), row["description"])
-            for row in labels.to_pylist()
-            if clean_label(row["label"])
+            qid: Label(label, tuple(aliases or ()), description)
+            for qid, label, aliases, description in zip(
+                *_columns(labels, ["qid", "label", "aliases", "description"]), strict=True
+            )
+            if clean_label(label)
         }
         self.golds: dict[tuple[str, str], dict[str | None, Gold]] = defaultdict(dict)
         wanted = set(pids or default_catalog().chain_pids)
         columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid",
                    "uncertain_value_qids"]  # fmt: skip
         uncertain: set[tuple[str, str]] = set()
-        for row in truth.select([c for c in columns if c in truth.column_names]).to_pylist():
-            key = (row["subject_qid"], row["pid"])
-            if row["pid"] not in wanted:
-                continue
-            if row.get("uncertain_value_qids"):
+        truth = truth.filter(pc.is_in(truth.column("pid"), pa.array(sorted(wanted), pa.string())))
+        rows = _columns(truth, columns)
+        for anchor, subject, pid, values, canonical, unsure in zip(*rows, strict=True):
+            key = (subject, pid)
+            if unsure:
                 uncertain.add(key)
-            if row["canonical_value_qid"] is not None:
-                self.golds[key][row["anchor"]] = Gold(
-                    tuple(row["value_qids"]), row["canonical_value_qid"]
-                )
+            if canonical is not None:
+                self.golds[key][anchor] = Gold(tuple(values), canonical)
         for key in uncertain:
             self.golds.pop(key, None)
         self.uncertain_pairs = len(uncertain)
         self._index_intervals(intervals, wanted)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {}
         if present_day is not None:
-            for row in present_day.select(["subject_qid", "pid", "value_qids"]).to_pylist():
-                self.present[(row["subject_qid"], row["pid"])] = tuple(row["value_qids"])
+            for subject, pid, values in zip(
+                *_columns(present_day, ["subject_qid", "pid", "value_qids"]), strict=True
+            ):
+                self.present[(subject, pid)] = tuple(values)
         self.pids_by_subject: dict[str, list[str]] = defaultdict(list)
         self.subjects_by_pid: dict[str, list[str]] = defaultdict(list)
         for subject, pid in sorted(self.golds, key=_pair_order):
@@ -151,17 +158,16 @@ class SnapshotFacts:
         )
 
     def _forget(self) -> None:
-        """Empty the memos of decided golds and the refusal counts."""
+        """Empty the refusal counts and the memos that count refusals."""
         self.drops: Counter[str] = Counter()
-        self._decided: dict[tuple[str, str, str | None], Gold | None] = {}
         self._dropped: set[tuple[str, str, str | None, str]] = set()
-        self._covered: dict[tuple[str, str, Span], bool] = {}
         self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
 
     def fresh(self) -> SnapshotFacts:
-        """The same index with empty memos and refusal counts: what one family generates
-        from. The index is built once per snapshot for all families, and each family counts
-        its own refusals, as if it had built the index alone."""
+        """The same index with empty refusal counts: what one family generates from. The
+        index is built once per snapshot for all families, and each family counts its own
+        refusals, as if it had built the index alone; decisions (a gold, or the reason it was
+        refused), coverage and kinds are shared, being facts of the snapshot."""
         facts = copy.copy(self)
         facts._forget()
         return facts
@@ -224,24 +230,27 @@ class SnapshotFacts:
         if intervals is None:
             return
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
-        for row in python_dates(intervals.select(list(INTERVAL_COLUMNS))).to_pylist():
-            if row["valid_from"] is not None and not row["is_timeless"]:
-                start = row["valid_from"].toordinal()
-                for qid in (row["subject_qid"], row["value_qid"]):
-                    self.first_seen[qid] = min(self.first_seen.get(qid, FOREVER), start)
-            key = (row["subject_qid"], row["pid"])
-            if row["pid"] not in wanted or key not in self.golds:
+        rows = _columns(python_dates(intervals.select(list(INTERVAL_COLUMNS))), INTERVAL_COLUMNS)
+        for subject, pid, value, start, until, certain_until, timeless, end_unknown in zip(
+            *rows, strict=True
+        ):
+            if start is not None and not timeless:
+                day = start.toordinal()
+                for qid in (subject, value):
+                    self.first_seen[qid] = min(self.first_seen.get(qid, FOREVER), day)
+            key = (subject, pid)
+            if pid not in wanted or key not in self.golds:
                 continue
-            if row["is_timeless"]:
-                self.timeless_values[key].add(row["value_qid"])
+            if timeless:
+                self.timeless_values[key].add(value)
                 span = (NEVER, FOREVER)
-            elif row["end_unknown"] and row["certain_until"] is None:
+            elif end_unknown and certain_until is None:
                 continue
             else:
-                until = row["certain_until"] if row["end_unknown"] else row["valid_until"]
-                span = (day_number(row["valid_from"], NEVER), day_number(until, FOREVER))
-                self.value_spans[key][row["value_qid"]].append(span)
-            if row["pid"] in self.functional:
+                end = certain_until if end_unknown else until
+                span = (day_number(start, NEVER), day_number(end, FOREVER))
+                self.value_spans[key][value].append(span)
+            if pid in self.functional:
                 spans[key].append(span)
         self.coverage = {key: merge(found) for key, found in spans.items()}
 
@@ -280,19 +289,25 @@ class SnapshotFacts:
         """The decided gold at an anchor, or None; a (subject, property) with only timeless
         facts holds at every anchor of its subject's lifespan."""
         key = (subject, pid, anchor)
-        if key not in self._decided:
-            self._decided[key] = self._decide(subject, pid, anchor)
-        return self._decided[key]
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._decisions[key] = self._decide(subject, pid, anchor)
+        gold, refused = decision
+        if refused is not None:
+            self.refuse(subject, pid, anchor, refused)
+        return gold
 
-    def _decide(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
+    def _decide(self, subject: str, pid: str, anchor: str | None) -> tuple[Gold | None, str | None]:
+        """The gold at an anchor, or None with the reason the facts refuse it (None where
+        there is nothing to refuse)."""
         by_anchor = self.golds.get((subject, pid))
         if not by_anchor:
-            return None
+            return None, None
         gold = (
             by_anchor[None] if None in by_anchor and len(by_anchor) == 1 else by_anchor.get(anchor)
         )
         if gold is None:
-            return None
+            return None, None
         span = anchor_span(anchor, self.snapshot_year)
         outside = self.existence(subject).outside(span)
         if outside is not None:
@@ -303,14 +318,12 @@ class SnapshotFacts:
             )
             kept = tuple(qid for qid in gold.qids if qid not in timeless)
             if not kept:
-                self.refuse(subject, pid, anchor, outside)
-                return None
+                return None, outside
             if kept != gold.qids:
                 gold = Gold(kept, self._canonical(subject, pid, gold.canonical, kept))
         if pid in self.functional and not self.covered(subject, pid, span):
-            self.refuse(subject, pid, anchor, "incomplete_scope")
-            return None
-        return gold
+            return None, "incomplete_scope"
+        return gold, None
 
     def _canonical(self, subject: str, pid: str, canonical: str, qids: tuple[str, ...]) -> str:
         """The canonical value among ``qids``: unchanged if kept, else the latest start."""
@@ -357,10 +370,14 @@ class SnapshotFacts:
     def is_person(self, qid: str) -> bool | None:
         """Whether the entity is a person (an ``instance of`` among the property list's
         ``person_classes``); None when its classes are unknown."""
-        classes = self.golds.get((qid, "P31"))
-        if not classes:
-            return None
-        return any(q in self.person_classes for gold in classes.values() for q in gold.qids)
+        if qid not in self._person:
+            classes = self.golds.get((qid, "P31"))
+            self._person[qid] = (
+                any(q in self.person_classes for gold in classes.values() for q in gold.qids)
+                if classes
+                else None
+            )
+        return self._person[qid]
 
     def single_holder(self, subject: str, pid: str, question: str) -> bool:
         """Whether ``pid`` is single-holder, as counts and changes need; if not, the pair is
@@ -379,14 +396,21 @@ class SnapshotFacts:
         self.refuse(subject, pid, scope, reason)
         return False
 
+    def covers_years(self, subject: str, pid: str, first: int, last: int) -> bool:
+        """Whether ``pid`` is single-holder and covers the years ``first..last``: then a value
+        not held there ``never_held`` there."""
+        return pid in self.functional and self.covered(
+            subject, pid, anchor_span(f"{first}-{last}", self.snapshot_year)
+        )
+
     def never_held(self, subject: str, pid: str, value: str, first: int, last: int) -> bool:
         """Positive evidence that ``value`` held at no time of the years ``first..last``: a
         covered span of a single-holder property without it, or the value's own statements
         all dated and none reaching into the span. Call only for a value not held there."""
+        if self.covers_years(subject, pid, first, last):
+            return True
         scope = f"{first}-{last}"
         span = anchor_span(scope, self.snapshot_year)
-        if pid in self.functional and self.covered(subject, pid, span):
-            return True
         own = self.value_spans.get((subject, pid), {}).get(value, [])
         timeless = value in self.timeless_values.get((subject, pid), set())
         if own and not timeless and all(end < span[0] or start > span[1] for start, end in own):
@@ -431,6 +455,15 @@ class SnapshotFacts:
             present_qids=present,
             present_labels=tuple(self.labels[q].label for q in present if q in self.labels),
         )
+
+
+def _columns(table: pa.Table, names: Sequence[str]) -> list[list]:
+    """The named columns as Python lists (a missing one as nulls), to zip row by row: much
+    faster than a list of row dicts."""
+    return [
+        table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows
+        for name in names
+    ]
 
 
 def _anchor_year(anchor: str | None) -> int | None:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
@@ -51,6 +52,18 @@ def askable_pairs(facts: SnapshotFacts, templates) -> Iterator[tuple[str, str, s
         for pid in pids:
             if askable(facts, templates, subject, pid):
                 yield subject, name, pid
+
+
+def year_spans(ends: Sequence[int], min_years: int, max_years: int) -> list[tuple[int, int]]:
+    """(y1, y2) of the sorted years ``ends`` spanning ``min_years`` to ``max_years`` whole
+    years (both ends included), by y1 then y2."""
+    return [
+        (y1, y2)
+        for y1 in ends
+        for y2 in ends[
+            bisect_left(ends, y1 + min_years - 1) : bisect_right(ends, y1 + max_years - 1)
+        ]
+    ]
 
 
 def pick(templates, rng: random.Random, pid: str, slot: str, **values: object) -> str:

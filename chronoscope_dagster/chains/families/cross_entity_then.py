@@ -51,8 +51,12 @@ Holders = dict[tuple[str, str, str | None], list[str]]
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    holders = _holders(facts)
+    names = _PlainNames(facts)
+    holders = _holders(facts, names)
+    related_memo: dict[tuple[str, str, int], list[str]] = {}
     for subject, name, pid in askable_pairs(facts, templates):
+        if related_memo and next(iter(related_memo))[0] != subject:
+            related_memo.clear()
         golds = facts.year_golds(subject, pid)
         options = best_tier(
             facts,
@@ -61,11 +65,12 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
                 for year in sorted(golds)
                 if facts.verbalizable(golds[year].qids)
                 for other in _candidates(
-                    facts, templates, holders, subject, name, pid, year, golds[year].qids
+                    facts, templates, holders, names, related_memo, subject, name, pid, year,
+                    golds[year].qids,
                 )
             ],
             (subject, pid),
-        )
+        )  # fmt: skip
         if not options:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
@@ -82,18 +87,42 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             yield Chain(FAMILY, facts.snapshot_year, str(year), (first, second))
 
 
+class _PlainNames:
+    """Each subject's name casefolded, or None where it cannot be named without digits."""
+
+    def __init__(self, facts: SnapshotFacts):
+        self.facts = facts
+        self.folded: dict[str, str | None] = {}
+
+    def __call__(self, subject: str) -> str | None:
+        if subject not in self.folded:
+            name = self.facts.subject_name(subject)
+            self.folded[subject] = (
+                name.casefold() if name is not None and DIGIT.search(name) is None else None
+            )
+        return self.folded[subject]
+
+
 def _candidates(
-    facts: SnapshotFacts, templates, holders: Holders, subject: str, name: str, pid: str,
+    facts: SnapshotFacts, templates, holders: Holders, names: _PlainNames,
+    related_memo: dict[tuple[str, str, int], list[str]], subject: str, name: str, pid: str,
     year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
-    """The usable subjects related to ``subject`` in ``year`` by the first relation with any."""
+    """The usable subjects related to ``subject`` in ``year`` by the first relation with any
+    (``related_memo``: the subject's related subjects by relation and year, which do not
+    depend on the property asked)."""
+    folded = name.casefold()
+    held = set(golds)
     for relation in RELATIONS:
         if relation == pid:
             continue
+        key = (subject, relation, year)
+        if key not in related_memo:
+            related_memo[key] = related(facts, holders, subject, relation, year)
         usable = [
             other
-            for other in related(facts, holders, subject, relation, year)
-            if _usable(facts, name, other, pid, year, golds)
+            for other in related_memo[key]
+            if _usable(facts, names, folded, other, pid, year, held)
             and askable(facts, templates, other, pid)
         ]
         if usable:
@@ -127,17 +156,12 @@ def _window(group: list[str], subject: str) -> list[str]:
     return [group[(start + i) % len(group)] for i in range(MAX_RELATED)]
 
 
-def _nameable(facts: SnapshotFacts, subject: str) -> bool:
-    name = facts.subject_name(subject)
-    return name is not None and DIGIT.search(name) is None
-
-
-def _holders(facts: SnapshotFacts) -> Holders:
+def _holders(facts: SnapshotFacts, names: _PlainNames) -> Holders:
     """Nameable subjects holding each (relation, value) in each year; anchor None for
     timeless-only."""
     holders: Holders = defaultdict(list)
     for subject, pids in facts.pids_by_subject.items():
-        if not _nameable(facts, subject):
+        if names(subject) is None:
             continue
         for relation in RELATIONS:
             if relation not in pids:
@@ -151,15 +175,17 @@ def _holders(facts: SnapshotFacts) -> Holders:
 
 
 def _usable(
-    facts: SnapshotFacts, name: str, other: str, pid: str, year: int, golds: tuple[str, ...]
-) -> bool:
-    other_name = facts.subject_name(other)
+    facts: SnapshotFacts, names: _PlainNames, folded: str, other: str, pid: str, year: int,
+    held: set[str],
+) -> bool:  # fmt: skip
+    """Whether ``other``, named without digits and without the subject's name (``folded``),
+    has a labelled gold in ``year`` that shares nothing with the subject's (``held``)."""
+    other_name = names(other)
+    if other_name is None or folded in other_name:
+        return False
     other_gold = facts.gold(other, pid, str(year))
     return (
-        other_name is not None
-        and DIGIT.search(other_name) is None
-        and name.casefold() not in other_name.casefold()
-        and other_gold is not None
+        other_gold is not None
         and facts.verbalizable(other_gold.qids)
-        and not set(other_gold.qids) & set(golds)
+        and held.isdisjoint(other_gold.qids)
     )

@@ -35,6 +35,7 @@ from chronoscope_dagster.chains.families.common import (
     pick,
     pick_generic,
     span_turn,
+    year_spans,
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -59,16 +60,14 @@ def spans(
     gold, whose 1 to 15 values are all labelled and whose days are covered."""
     ends = sorted(year for year in years if FIRST_YEAR <= year <= facts.snapshot_year)
     found = []
-    for y1 in ends:
-        for y2 in ends:
-            if MIN_YEARS <= y2 - y1 + 1 <= MAX_YEARS:
-                values = held(years, y1, y2)
-                if (
-                    MIN_COUNT <= len(values) <= MAX_COUNT
-                    and facts.verbalizable(tuple(values))
-                    and facts.span_covered(subject, pid, y1, y2, "incomplete_count")
-                ):
-                    found.append((y1, y2, len(values)))
+    for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS):
+        values = held(years, y1, y2)
+        if (
+            MIN_COUNT <= len(values) <= MAX_COUNT
+            and facts.verbalizable(tuple(values))
+            and facts.span_covered(subject, pid, y1, y2, "incomplete_count")
+        ):
+            found.append((y1, y2, len(values)))
     return found
 
 

@@ -31,6 +31,7 @@ exist), then the years among the best tier (r drift-eligible at y1,
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
@@ -43,6 +44,7 @@ from chronoscope_dagster.chains.families.common import (
     refers_cleanly,
     sensitivity,
     span_turn,
+    year_spans,
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -60,7 +62,7 @@ def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]
         for year, gold in years.items()
         if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
     )
-    return [(y1, y2) for y1 in ends for y2 in ends if MIN_YEARS <= y2 - y1 + 1 <= MAX_YEARS]
+    return year_spans(ends, MIN_YEARS, MAX_YEARS)
 
 
 def changed(years: dict[int, Gold], y1: int, y2: int) -> str | None:
@@ -83,12 +85,15 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         companions = {
             y1: found for y1 in starts if (found := _companions(facts, templates, subject, pid, y1))
         }
+        onward: dict[int, list[int]] = defaultdict(list)
+        for start, y2 in answers:
+            onward[start].append(y2)
+        best = {y1: max(found for _, found in found_at) for y1, found_at in companions.items()}
         tiered = [
-            ((y0, y1, y2), max(found for _, found in companions[y1]))
+            ((y0, y1, y2), best[y1])
             for (y0, y1) in answers
             if y1 in companions
-            for (start, y2) in answers
-            if start == y1
+            for y2 in onward[y1]
         ]
         if {answers[triple[1:]] for triple, _ in tiered} != {"yes", "no"}:
             continue
@@ -98,8 +103,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             tiered = [(triple, found) for triple, found in tiered if answers[triple[part]] == drawn]
         triples = best_tier(facts, tiered, (subject, pid))
         y0, y1, y2 = rng.choice(triples)
-        best = max(found for _, found in companions[y1])
-        other = rng.choice([r for r, found in companions[y1] if found == best])
+        other = rng.choice([r for r, found in companions[y1] if found == best[y1]])
         asked: list[str] = []
         plan = [
             (pick(templates, rng, pid, "scope_switch", year=y1), pid, y1, True),

@@ -40,6 +40,7 @@ from chronoscope_dagster.chains.families.common import (
     pick,
     pick_generic,
     span_turn,
+    year_spans,
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -56,9 +57,8 @@ def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]
     ends = sorted(year for year in years if FIRST_YEAR <= year <= facts.snapshot_year)
     return [
         (y1, y2)
-        for y1 in ends
-        for y2 in ends
-        if MIN_YEARS <= y2 - y1 + 1 <= MAX_YEARS and facts.verbalizable(years[y2].qids)
+        for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS)
+        if facts.verbalizable(years[y2].qids)
     ]
 
 
@@ -74,10 +74,11 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
         options: dict[str, list[Option]] = {"yes": [], "no": []}
         for span in spans(facts, years):
             inside = held(years, *span)
+            covered = facts.covers_years(subject, pid, *span)
             for qid in askable:
                 if qid in inside:
                     options["yes"].append((span, qid))
-                elif facts.never_held(subject, pid, qid, *span):
+                elif covered or facts.never_held(subject, pid, qid, *span):
                     options["no"].append((span, qid))
         if not options["yes"] or not options["no"]:
             continue

@@ -18,6 +18,7 @@ turn 1's.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
@@ -30,12 +31,16 @@ FAMILY = "scope_switch"
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
-        years = facts.year_golds(subject, pid)
+        by_values: dict[frozenset[str], list[int]] = defaultdict(list)
+        for year, gold in facts.year_golds(subject, pid).items():
+            by_values[frozenset(gold.qids)].append(year)
         pairs = [
             (y1, y2)
-            for y1 in years
-            for y2 in years
-            if y1 != y2 and not set(years[y1].qids) & set(years[y2].qids)
+            for held, firsts in by_values.items()
+            for other, seconds in by_values.items()
+            if held.isdisjoint(other)
+            for y1 in firsts
+            for y2 in seconds
         ]
         if not pairs:
             continue
