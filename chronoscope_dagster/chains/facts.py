@@ -108,6 +108,7 @@ class SnapshotFacts:
         self.lifespans = lifespans(lifespan_rows)
         self._decisions: dict[tuple[str, str, str | None], tuple[Gold | None, str | None]] = {}
         self._covered: dict[tuple[str, str, Span], bool] = {}
+        self._years_covered: dict[tuple[str, str, int, int], bool] = {}
         self._person: dict[str, bool | None] = {}
         self._forget()
         self.person_classes = default_catalog().person_classes
@@ -390,18 +391,21 @@ class SnapshotFacts:
     def span_covered(self, subject: str, pid: str, first: int, last: int, reason: str) -> bool:
         """Whether a single-holder property covers the years ``first..last``; if not, the
         span is refused as ``reason``."""
-        scope = f"{first}-{last}"
-        if self.covered(subject, pid, anchor_span(scope, self.snapshot_year)):
+        if self.covers_years(subject, pid, first, last):
             return True
-        self.refuse(subject, pid, scope, reason)
+        self.refuse(subject, pid, f"{first}-{last}", reason)
         return False
 
     def covers_years(self, subject: str, pid: str, first: int, last: int) -> bool:
         """Whether ``pid`` is single-holder and covers the years ``first..last``: then a value
         not held there ``never_held`` there."""
-        return pid in self.functional and self.covered(
-            subject, pid, anchor_span(f"{first}-{last}", self.snapshot_year)
-        )
+        if pid not in self.functional:
+            return False
+        key = (subject, pid, first, last)
+        if key not in self._years_covered:
+            span = anchor_span(f"{first}-{last}", self.snapshot_year)
+            self._years_covered[key] = self.covered(subject, pid, span)
+        return self._years_covered[key]
 
     def never_held(self, subject: str, pid: str, value: str, first: int, last: int) -> bool:
         """Positive evidence that ``value`` held at no time of the years ``first..last``: a
@@ -422,7 +426,7 @@ class SnapshotFacts:
         return list(self.golds.get((subject, pid), {})) == [None]
 
     def verbalizable(self, qids: tuple[str, ...]) -> bool:
-        return all(qid in self.labels for qid in qids)
+        return all(map(self.labels.__contains__, qids))
 
     def turn(
         self,
