@@ -95,3 +95,21 @@ def test_families_of_one_index_equal_families_each_on_its_own(sample_home):
         assert outputs[family].table.equals(alone.table)
         assert outputs[family].scopes_refused == alone.scopes_refused
         assert outputs[family].scopes_refused, f"{family} refuses some scope on the sample"
+
+
+def test_subject_shards_split_every_family_by_its_first_subject(sample_facts):
+    """Chains generated from each subject-hash shard are the chains whose turn 1 asks about
+    one of its subjects, and together they are the whole family: shards change nothing."""
+    from chronoscope_dagster.chains.facts import Shard
+    from chronoscope_dagster.chains.records import generate_family, rooted_in
+
+    templates = default_templates()
+    for family in FAMILIES:
+        whole = generate_family(sample_facts, family, templates, 5).table
+        parts = []
+        for index in range(3):
+            shard = Shard(index, 3)
+            part = generate_family(sample_facts, family, templates, 5, shard).table
+            assert part.equals(rooted_in(whole, shard)), (family, index)
+            parts.append(part.num_rows)
+        assert sum(parts) == whole.num_rows and min(parts) > 0, (family, parts)

@@ -4,6 +4,8 @@ import json
 import shutil
 
 import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from chronoscope_dagster.data import SNAPSHOT_YEARS
@@ -13,7 +15,7 @@ from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import MODEL_THREADS, REFERENCE_MODELS, SAMPLE_OP_CONFIG, TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
+from tests.pipeline_helpers import FULL_REBUILD_CHECK, copy_home, failed_checks, run_ci_checks
 
 
 def test_every_run_and_check_passes(sample_home):
@@ -112,9 +114,6 @@ def test_a_failing_blocking_check_stops_the_run(tmp_path):
 
 
 def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     home, _ = sample_home
     corrupted = copy_home(home, tmp_path)
     path = Warehouse(corrupted).data_path("truth", snapshot_year="2024")
@@ -133,3 +132,42 @@ def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
         "truth_keys_and_canonical",
         "truth_deterministic",
     }
+
+
+def test_the_determinism_check_regenerates_one_shard_past_its_bound(sample_home, tmp_path):
+    """Past ``subjects_per_check`` root subjects a snapshot's chains are checked one
+    subject-hash shard at a time: a changed chain of that shard fails the check, one of
+    another shard is not regenerated."""
+    from chronoscope_dagster.chains.facts import Shard
+
+    home = copy_home(sample_home[0], tmp_path)
+    path = Warehouse(home).data_path("family_scope_switch", snapshot_year="2025")
+    stored = pq.read_table(path)
+    shard = Shard(1, 3)
+    firsts = [row for row in stored.to_pylist() if row["turn_index"] == 0]
+    inside = next(r["chain_id"] for r in firsts if shard.holds(r["subject_qid"]))
+    outside = next(r["chain_id"] for r in firsts if not shard.holds(r["subject_qid"]))
+    job = build_definitions(str(home)).resolve_job_def("ci_checks")
+
+    def check(changed: str) -> dg.AssetCheckEvaluation:
+        rows = stored.to_pylist()
+        for row in rows:
+            if row["chain_id"] == changed and row["turn_index"] == 1:
+                row["answer"] = "Atlantis"
+        pq.write_table(pa.Table.from_pylist(rows, schema=stored.schema), path)
+        config = {"subjects_per_check": 400, "shard": 1}
+        result = job.execute_in_process(
+            instance=dg.DagsterInstance.ephemeral(),
+            raise_on_error=False,
+            op_selection=[FULL_REBUILD_CHECK],
+            run_config={"ops": {FULL_REBUILD_CHECK: {"config": config}}},
+        )
+        [evaluation] = result.get_asset_check_evaluations()
+        return evaluation
+
+    untouched = check(outside)
+    assert untouched.passed, untouched.metadata
+    assert untouched.metadata["subjects_regenerated"].value["2025"] == "shard 1 of 3"
+    changed = check(inside)
+    assert not changed.passed
+    assert changed.metadata["differing"].value == ["scope_switch[2025]"]

@@ -18,9 +18,10 @@ counted once by reason in ``drops``.
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,6 +71,23 @@ def clean_label(label: str | None) -> bool:
 
 
 @dataclass(frozen=True)
+class Shard:
+    """One of ``count`` shards of a snapshot's subjects, by a hash of the QID: the same
+    subject falls in the same shard on every run and machine."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count")
+
+    def holds(self, subject: str) -> bool:
+        digest = hashlib.blake2b(subject.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big") % self.count == self.index
+
+
+@dataclass(frozen=True)
 class Gold:
     """The values valid at one anchor: all of them, and the canonical one."""
 
@@ -106,6 +124,7 @@ class SnapshotFacts:
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
         self.lifespans = lifespans(lifespan_rows)
+        self.shard: Shard | None = None
         self._decisions: dict[tuple[str, str, str | None], tuple[Gold | None, str | None]] = {}
         self._covered: dict[tuple[str, str, Span], bool] = {}
         self._years_covered: dict[tuple[str, str, int, int], bool] = {}
@@ -164,14 +183,27 @@ class SnapshotFacts:
         self._dropped: set[tuple[str, str, str | None, str]] = set()
         self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
 
-    def fresh(self) -> SnapshotFacts:
+    def fresh(self, shard: Shard | None = None) -> SnapshotFacts:
         """The same index with empty refusal counts: what one family generates from. The
         index is built once per snapshot for all families, and each family counts its own
         refusals, as if it had built the index alone; decisions (a gold, or the reason it was
-        refused), coverage and kinds are shared, being facts of the snapshot."""
+        refused), coverage and kinds are shared, being facts of the snapshot. With a
+        ``shard``, chains start only from that shard's subjects (``root_subjects``); they
+        still reach every subject of the snapshot."""
         facts = copy.copy(self)
         facts._forget()
+        facts.shard = shard
         return facts
+
+    def root_subjects(self) -> Iterator[tuple[str, list[str]]]:
+        """The subjects chains start from, with their properties, by QID number: every
+        subject, or those of the index's ``shard``."""
+        if self.shard is None:
+            yield from self.pids_by_subject.items()
+            return
+        for subject, pids in self.pids_by_subject.items():
+            if self.shard.holds(subject):
+                yield subject, pids
 
     def subject_name(self, subject: str) -> str | None:
         """How a question names the subject, or None when it cannot be named unambiguously."""

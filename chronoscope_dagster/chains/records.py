@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from chronoscope_dagster.chains.explicit import explicit_by_chain
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import family_module
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.templates import Templates
@@ -115,12 +116,28 @@ class FamilyOutput:
 
 
 def generate_family(
-    facts: SnapshotFacts, family: str, templates: Templates, seed: int
+    facts: SnapshotFacts, family: str, templates: Templates, seed: int, shard: Shard | None = None
 ) -> FamilyOutput:
     """One family's chains and turns table from a snapshot's facts, with the family's own
     refusal counts (``SnapshotFacts.fresh``): the asset and its determinism check both call
-    this."""
-    own = facts.fresh()
+    this. With a ``shard``, only the chains that start from its subjects (turn 1's subject)."""
+    own = facts.fresh(shard)
     chains = list(family_module(family).generate(own, templates, seed))
     table, missing = family_turns_table(chains, templates, own.labels, seed=seed)
     return FamilyOutput(chains, table, missing, own.drops)
+
+
+def rooted_in(table: pa.Table, shard: Shard) -> pa.Table:
+    """The rows of a family's turns table whose chain starts from a subject of ``shard``
+    (turn 1's subject), in their order: what ``generate_family`` gives for that shard."""
+    firsts = table.filter(pc.equal(table.column("turn_index"), 0))
+    chain_ids = [
+        chain_id
+        for chain_id, subject in zip(
+            firsts.column("chain_id").to_pylist(),
+            firsts.column("subject_qid").to_pylist(),
+            strict=True,
+        )
+        if shard.holds(subject)
+    ]
+    return table.filter(pc.is_in(table.column("chain_id"), pa.array(chain_ids, pa.string())))

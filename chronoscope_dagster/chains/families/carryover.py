@@ -49,7 +49,7 @@ def carryover_chains(
     facts: SnapshotFacts, templates, seed: int, family: str, slot: str
 ) -> Iterator[Chain]:
     """Chains of ``family`` whose turn 2 asks the complement in ``slot``."""
-    for subject, pids in facts.pids_by_subject.items():
+    for subject, pids in facts.root_subjects():
         name = facts.subject_name(subject)
         if name is None:
             continue

@@ -45,7 +45,7 @@ def askable(facts: SnapshotFacts, templates, subject: str, pid: str) -> bool:
 def askable_pairs(facts: SnapshotFacts, templates) -> Iterator[tuple[str, str, str]]:
     """(subject, how to name it, property) for every pair a question can be asked about:
     the subject is nameable and the pair ``askable``; in the facts' order."""
-    for subject, pids in facts.pids_by_subject.items():
+    for subject, pids in facts.root_subjects():
         name = facts.subject_name(subject)
         if name is None:
             continue

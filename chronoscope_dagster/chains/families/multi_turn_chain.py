@@ -48,7 +48,7 @@ LEVELS = (2, 1, 0)
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    for subject, pids in facts.pids_by_subject.items():
+    for subject, pids in facts.root_subjects():
         name = facts.subject_name(subject)
         if name is None:
             continue
