@@ -76,6 +76,14 @@ def _parser() -> argparse.ArgumentParser:
         "--workers", type=int, default=0, help="processes parsing a dump (default: one per core)"
     )
     run.add_argument(
+        "--chain-workers",
+        type=int,
+        metavar="N",
+        help="processes generating a snapshot's chain families, each indexing the snapshot "
+        "(memory grows with N) and taking one subject-hash shard; the chains are the same for "
+        "any N (default 1: enough for the sample; one per core on a large dump)",
+    )
+    run.add_argument(
         "--threads",
         type=int,
         default=0,
@@ -294,6 +302,10 @@ def _op_config(args: argparse.Namespace) -> dict[str, dict[str, object]]:
         raise UsageError("--per-stratum must be at least 1 and --self-per-stratum at least 0")
     if sample:
         config["eval_sample"] = sample
+    if args.chain_workers is not None:
+        if args.chain_workers < 1:
+            raise UsageError("--chain-workers must be at least 1")
+        config["chain_families"] = {"workers": args.chain_workers}
     if args.probe_items_per_type is not None:
         if args.probe_items_per_type < 0:
             raise UsageError("--probe-items-per-type must be at least 0")

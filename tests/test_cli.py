@@ -35,6 +35,7 @@ def test_sql_refuses_writes_and_reports_errors(sample_home, capsys, query, messa
         (["run", "--dump", "1999=/tmp/x.json.gz"], "unknown snapshot year"),
         (["run", "--dump", "2022=/nonexistent/dump.json.gz"], "no such file"),
         (["run", "--select", "key:no_such_asset"], "matches no asset"),
+        (["run", "--chain-workers", "0"], "--chain-workers must be at least 1"),
     ],
 )
 def test_run_usage_errors(tmp_path, capsys, argv, message):

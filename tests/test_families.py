@@ -113,3 +113,33 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_facts):
             assert part.equals(rooted_in(whole, shard)), (family, index)
             parts.append(part.num_rows)
         assert sum(parts) == whole.num_rows and min(parts) > 0, (family, parts)
+
+
+def test_families_from_several_workers_equal_one_process(sample_home):
+    """Each worker indexes the snapshot and generates one subject-hash shard of every family;
+    merged, the chains, their Parquet bytes and the refusal counts are those of one process."""
+    import io
+    from functools import partial
+
+    import pyarrow.parquet as pq
+
+    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.chains.records import generate_families
+    from chronoscope_dagster.warehouse import Warehouse
+
+    def parquet(table) -> bytes:
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd")
+        return buffer.getvalue()
+
+    loader = partial(SnapshotFacts.from_warehouse, Warehouse(sample_home[0]), "2023")
+    alone = generate_families(loader, FAMILIES, "en", 11)
+    shared = generate_families(loader, FAMILIES, "en", 11, workers=2)
+    for family in FAMILIES:
+        one, two = alone[family], shared[family]
+        assert parquet(one.table) == parquet(two.table), family
+        assert one.chains == two.chains, family
+        assert one.scopes_refused == two.scopes_refused, family
+        assert one.no_explicit_question == two.no_explicit_question, family
+        assert one.unnameable_subjects == two.unnameable_subjects
+    assert any(alone[family].scopes_refused for family in FAMILIES)

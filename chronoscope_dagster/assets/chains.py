@@ -3,6 +3,7 @@ from one index of its facts), then the merged benchmark."""
 
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import dagster as dg
@@ -15,7 +16,7 @@ from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.records import generate_family
+from chronoscope_dagster.chains.records import generate_families
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -23,7 +24,6 @@ from chronoscope_dagster.chains.stats import (
     eval_sample_sql,
     paper_table2,
 )
-from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import WarehouseResource
@@ -35,6 +35,13 @@ REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 class ChainConfig(dg.Config):
     seed: int = Field(default=42, description="Global seed of chain generation.")
     language: str = Field(default="en", description="Question template language.")
+    workers: int = Field(
+        default=1,
+        ge=1,
+        description="Processes generating a snapshot's families, each from one subject-hash "
+        "shard with its own index of the snapshot (memory grows with them); the output is the "
+        "same for any number. One per core on a large dump; 1 on the sample.",
+    )
 
 
 @dg.multi_asset(
@@ -56,16 +63,23 @@ class ChainConfig(dg.Config):
 def chain_families(
     context: dg.AssetExecutionContext, config: ChainConfig, warehouse: WarehouseResource
 ) -> Iterator[dg.MaterializeResult]:
-    """The selected families of one snapshot, from one index of its facts."""
+    """The selected families of one snapshot, from one index of its facts (per worker)."""
     year = context.partition_key
     store = warehouse.warehouse
-    facts = SnapshotFacts.from_warehouse(store, year)
-    templates = load_templates(config.language)
-    for family in FAMILIES:
+    selected = [
+        family
+        for family in FAMILIES
+        if dg.AssetKey(f"family_{family}") in context.selected_asset_keys
+    ]
+    outputs = generate_families(
+        partial(SnapshotFacts.from_warehouse, store, year),
+        selected,
+        config.language,
+        config.seed,
+        config.workers,
+    )
+    for family, output in outputs.items():
         asset = f"family_{family}"
-        if dg.AssetKey(asset) not in context.selected_asset_keys:
-            continue
-        output = generate_family(facts, family, templates, config.seed)
         store.write_table(asset, output.table, snapshot_year=year)
         store.write_report(
             asset,
@@ -84,7 +98,7 @@ def chain_families(
                 "dagster/row_count": output.table.num_rows,
                 "chains": len(output.chains),
                 "max_length": max(lengths, default=0),
-                "unnameable_subjects": len(facts.unnameable_subjects),
+                "unnameable_subjects": output.unnameable_subjects,
                 "scopes_refused": dg.MetadataValue.json(
                     {reason: output.scopes_refused[reason] for reason in REFUSAL_REASONS}
                 ),

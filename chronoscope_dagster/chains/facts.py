@@ -300,6 +300,12 @@ class SnapshotFacts:
             return Lifespan(self.first_seen[subject], known.end)
         return known
 
+    @property
+    def refused(self) -> frozenset[tuple[str, str, str | None, str]]:
+        """Every (subject, property, scope, reason) refused so far, each counted once in
+        ``drops``."""
+        return frozenset(self._dropped)
+
     def refuse(self, subject: str, pid: str, scope: str | None, reason: str) -> None:
         """Count a refused (subject, property, scope) once under ``reason``."""
         key = (subject, pid, scope, reason)

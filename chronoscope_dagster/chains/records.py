@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +16,7 @@ from chronoscope_dagster.chains.explicit import explicit_by_chain
 from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import family_module
 from chronoscope_dagster.chains.model import Chain
-from chronoscope_dagster.chains.templates import Templates
+from chronoscope_dagster.chains.templates import Templates, load_templates
 
 STRINGS = pa.list_(pa.string())
 TURNS_SCHEMA = pa.schema(
@@ -113,6 +115,8 @@ class FamilyOutput:
     table: pa.Table
     no_explicit_question: Counter[str]
     scopes_refused: Counter[str]
+    refused: frozenset[tuple[str, str, str | None, str]] = frozenset()
+    unnameable_subjects: int = 0
 
 
 def generate_family(
@@ -124,7 +128,74 @@ def generate_family(
     own = facts.fresh(shard)
     chains = list(family_module(family).generate(own, templates, seed))
     table, missing = family_turns_table(chains, templates, own.labels, seed=seed)
-    return FamilyOutput(chains, table, missing, own.drops)
+    return FamilyOutput(
+        chains, table, missing, own.drops, own.refused, len(facts.unnameable_subjects)
+    )
+
+
+def generate_families(
+    facts: Callable[[], SnapshotFacts],
+    families: Sequence[str],
+    language: str,
+    seed: int,
+    workers: int = 1,
+) -> dict[str, FamilyOutput]:
+    """The ``families`` of one snapshot, each as ``generate_family`` gives it. With several
+    ``workers``, each process indexes the snapshot (``facts``, a picklable loader) and
+    generates every family from one subject-hash shard; the shards' chains are merged back in
+    the order of their first subjects, and refusals are counted once over all shards, so the
+    output is the same for any number of workers."""
+    if workers <= 1:
+        return _shard_families(facts, families, language, seed, None)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        parts = list(
+            pool.map(
+                _shard_families,
+                *zip(
+                    *(
+                        (facts, families, language, seed, Shard(index, workers))
+                        for index in range(workers)
+                    ),
+                    strict=True,
+                ),
+            )
+        )
+    return {family: _merged([part[family] for part in parts]) for family in families}
+
+
+def _shard_families(
+    facts: Callable[[], SnapshotFacts],
+    families: Sequence[str],
+    language: str,
+    seed: int,
+    shard: Shard | None,
+) -> dict[str, FamilyOutput]:
+    index = facts()
+    templates = load_templates(language)
+    return {family: generate_family(index, family, templates, seed, shard) for family in families}
+
+
+def _merged(parts: Sequence[FamilyOutput]) -> FamilyOutput:
+    """One family's shards as one output: chains (and their turns) by first subject's QID
+    number, as unsharded generation yields them; a refusal made in several shards once."""
+
+    def root(chain: Chain) -> int:
+        return int(chain.turns[0].subject_qid[1:])
+
+    chains = sorted((chain for part in parts for chain in part.chains), key=root)
+    table = pa.concat_tables(part.table for part in parts)
+    rank = {chain.chain_id: root(chain) for chain in chains}
+    chain_ids = table.column("chain_id").to_pylist()
+    order = sorted(range(table.num_rows), key=lambda row: rank[chain_ids[row]])
+    refused = frozenset().union(*(part.refused for part in parts))
+    return FamilyOutput(
+        chains,
+        table.take(order).combine_chunks(),
+        sum((part.no_explicit_question for part in parts), Counter()),
+        Counter(reason for *_, reason in refused),
+        refused,
+        parts[0].unnameable_subjects,
+    )
 
 
 def rooted_in(table: pa.Table, shard: Shard) -> pa.Table:
