@@ -1,15 +1,16 @@
 """The pipeline's dump-to-chains stages on real-shaped dumps, beside `gzip -dc`.
 
-    python benchmarks/bench_stages.py DUMP.json.gz [DUMP ...] [--workers 1 2] [--keep DIR]
+    python benchmarks/bench_stages.py DUMP.json.gz [DUMP ...] [--workers 1 2]
+        [--chain-workers 1 2] [--keep DIR]
 
 For each dump (e.g. made by ../shared/tools/synth_dump_linked.py, whose every value is a
 labelled entity, so the chain stage has work to do), builds snapshot 2025 from it in a new
 home with `chronoscope run`, one stage group per process, and prints each group's wall time
 (with its asset checks), the 2025 partition's step times as the command line reports them,
 and the group's peak resident memory (the largest process, workers included). Extraction
-runs once per worker count; the stages after it run on the last. The other snapshots are
-the embedded sample (seconds). Compare the times with `gzip -dc` of the same file, measured
-in the same run.
+runs once per worker count, and the families once per chain worker count; the other stages
+run on the last. The other snapshots are the embedded sample (seconds). Compare the times
+with `gzip -dc` of the same file, measured in the same run.
 """
 
 from __future__ import annotations
@@ -45,12 +46,10 @@ MEASURED = (
 """Runs a command and prints the peak RSS of the largest process under it."""
 
 
-def run_stage(home: Path, dump: Path, selection: str, workers: int | None) -> dict:
+def run_stage(home: Path, dump: Path, selection: str, *options: str) -> dict:
     """One `chronoscope run` of ``selection``: wall seconds, peak RSS and 2025's steps."""
     command = [str(CLI), "run", "--home", str(home), "--dump", f"2025={dump}"]
-    command += ["--select", selection]
-    if workers:
-        command += ["--workers", str(workers)]
+    command += ["--select", selection, *options]
     (home / "dagster").mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     done = subprocess.run(
@@ -80,6 +79,7 @@ def main() -> int:
     )
     parser.add_argument("dumps", type=Path, nargs="+")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--chain-workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--keep", type=Path, help="build the homes here and keep them")
     args = parser.parse_args()
     for dump in args.dumps:
@@ -91,10 +91,15 @@ def main() -> int:
         home = root / dump.name.split(".")[0]
         for workers in args.workers:
             shutil.rmtree(home, ignore_errors=True)
-            result = run_stage(home, dump, "claims", workers)
+            result = run_stage(home, dump, "claims", "--workers", str(workers))
             _print(f"extraction, {workers} worker(s)", result, gzip_seconds)
         for stage, selection in STAGES.items():
-            _print(stage, run_stage(home, dump, selection, None), gzip_seconds)
+            if stage != "families":
+                _print(stage, run_stage(home, dump, selection), gzip_seconds)
+                continue
+            for workers in args.chain_workers:
+                result = run_stage(home, dump, selection, "--chain-workers", str(workers))
+                _print(f"families, {workers} worker(s)", result, gzip_seconds)
         if not args.keep:
             shutil.rmtree(root)
     return 0
