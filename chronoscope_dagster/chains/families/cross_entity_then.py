@@ -51,8 +51,8 @@ Holders = dict[tuple[str, str, str | None], list[str]]
 
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
-    others = _Others(facts)
-    holders = _holders(facts, others)
+    names = _PlainNames(facts)
+    holders = _holders(facts, names)
     related_memo: dict[tuple[str, str, int], list[str]] = {}
     for subject, name, pid in askable_pairs(facts, templates):
         if related_memo and next(iter(related_memo))[0] != subject:
@@ -65,7 +65,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
                 for year in sorted(golds)
                 if facts.verbalizable(golds[year].qids)
                 for other in _candidates(
-                    facts, templates, holders, others, related_memo, subject, name, pid, year,
+                    facts, templates, holders, names, related_memo, subject, name, pid, year,
                     golds[year].qids,
                 )
             ],
@@ -87,38 +87,24 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
             yield Chain(FAMILY, facts.snapshot_year, str(year), (first, second))
 
 
-class _Others:
-    """What the family asks of a related subject, memoized for the family's run: its name
-    casefolded (None where it cannot be named without digits) and its labelled gold in a
-    year (None where it has none)."""
+class _PlainNames:
+    """Each subject's name casefolded, or None where it cannot be named without digits."""
 
     def __init__(self, facts: SnapshotFacts):
         self.facts = facts
-        self.names: dict[str, str | None] = {}
-        self.golds: dict[tuple[str, str, int], frozenset[str] | None] = {}
+        self.folded: dict[str, str | None] = {}
 
-    def name(self, subject: str) -> str | None:
-        if subject not in self.names:
+    def __call__(self, subject: str) -> str | None:
+        if subject not in self.folded:
             name = self.facts.subject_name(subject)
-            self.names[subject] = (
+            self.folded[subject] = (
                 name.casefold() if name is not None and DIGIT.search(name) is None else None
             )
-        return self.names[subject]
-
-    def gold(self, subject: str, pid: str, year: int) -> frozenset[str] | None:
-        key = (subject, pid, year)
-        if key not in self.golds:
-            gold = self.facts.gold(subject, pid, str(year))
-            self.golds[key] = (
-                frozenset(gold.qids)
-                if gold is not None and self.facts.verbalizable(gold.qids)
-                else None
-            )
-        return self.golds[key]
+        return self.folded[subject]
 
 
 def _candidates(
-    facts: SnapshotFacts, templates, holders: Holders, others: _Others,
+    facts: SnapshotFacts, templates, holders: Holders, names: _PlainNames,
     related_memo: dict[tuple[str, str, int], list[str]], subject: str, name: str, pid: str,
     year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
@@ -136,7 +122,7 @@ def _candidates(
         usable = [
             other
             for other in related_memo[key]
-            if _usable(others, folded, other, pid, year, held)
+            if _usable(facts, names, folded, other, pid, year, held)
             and askable(facts, templates, other, pid)
         ]
         if usable:
@@ -170,12 +156,12 @@ def _window(group: list[str], subject: str) -> list[str]:
     return [group[(start + i) % len(group)] for i in range(MAX_RELATED)]
 
 
-def _holders(facts: SnapshotFacts, others: _Others) -> Holders:
+def _holders(facts: SnapshotFacts, names: _PlainNames) -> Holders:
     """Nameable subjects holding each (relation, value) in each year; anchor None for
     timeless-only."""
     holders: Holders = defaultdict(list)
     for subject, pids in facts.pids_by_subject.items():
-        if others.name(subject) is None:
+        if names(subject) is None:
             continue
         for relation in RELATIONS:
             if relation not in pids:
@@ -188,11 +174,18 @@ def _holders(facts: SnapshotFacts, others: _Others) -> Holders:
     return holders
 
 
-def _usable(others: _Others, folded: str, other: str, pid: str, year: int, held: set[str]) -> bool:
+def _usable(
+    facts: SnapshotFacts, names: _PlainNames, folded: str, other: str, pid: str, year: int,
+    held: set[str],
+) -> bool:  # fmt: skip
     """Whether ``other``, named without digits and without the subject's name (``folded``),
     has a labelled gold in ``year`` that shares nothing with the subject's (``held``)."""
-    other_name = others.name(other)
+    other_name = names(other)
     if other_name is None or folded in other_name:
         return False
-    other_gold = others.gold(other, pid, year)
-    return other_gold is not None and held.isdisjoint(other_gold)
+    other_gold = facts.gold(other, pid, str(year))
+    return (
+        other_gold is not None
+        and facts.verbalizable(other_gold.qids)
+        and held.isdisjoint(other_gold.qids)
+    )
