@@ -18,10 +18,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import dagster as dg
 
+from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.home_lock import home_lock
@@ -34,10 +35,30 @@ from chronoscope_dagster.resources import DumpSources, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 
 INFO_LOGGING = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-ASSET_OF_OP = {"chains_and_turns": "turns"}
-"""Ops whose name is not their (first) asset's."""
+ASSETS_OF_OP = {
+    "chains_and_turns": ("turns", "chains"),
+    "chain_families": tuple(f"family_{family}" for family in FAMILIES),
+}
+"""The assets of ops whose name is not their asset's: such an op's config applies to a run of
+any of them."""
 RECORD_FILE = ".run.json"
 SOURCE_ASSET = dg.AssetKey("wikidata_dump")
+
+
+def run_config_of(
+    keys: Collection[dg.AssetKey], op_config: Mapping[str, Mapping[str, object]] | None
+) -> dict:
+    """The run config of one run of ``keys``: the config of each op that materializes one of
+    them."""
+    run_config = dict(INFO_LOGGING)
+    ops = {
+        op: {"config": dict(config)}
+        for op, config in (op_config or {}).items()
+        if any(dg.AssetKey(asset) in keys for asset in ASSETS_OF_OP.get(op, (op,)))
+    }
+    if ops:
+        run_config["ops"] = ops
+    return run_config
 
 
 class RunFailed(RuntimeError):
@@ -142,19 +163,11 @@ def _run_selection(
         label = f"{names} [{partition_key}]" if partition_key else names
         echo(f"==> [{number}/{len(plan)}] {label}")
         started = time.perf_counter()
-        run_config = dict(INFO_LOGGING)
-        ops = {
-            op: {"config": dict(config)}
-            for op, config in (op_config or {}).items()
-            if dg.AssetKey(ASSET_OF_OP.get(op, op)) in keys
-        }
-        if ops:
-            run_config["ops"] = ops
         result = job.execute_in_process(
             asset_selection=keys,
             partition_key=partition_key,
             instance=instance,
-            run_config=run_config,
+            run_config=run_config_of(keys, op_config),
             raise_on_error=False,
         )
         results.append(result)

@@ -123,3 +123,25 @@ def test_sql_home_with_glob_characters_is_refused(sample_home, tmp_path, capsys)
     (tmp_path / "h*").mkdir()
     err = _sql_fails(tmp_path / "h*", "SELECT count(*) FROM claims", capsys)
     assert "glob character" in err
+
+
+def test_run_options_reach_the_ops_of_the_selected_assets():
+    """An option's op config applies to every run that materializes one of the op's assets,
+    also where the op is named otherwise (the families' multi-asset, turns and chains)."""
+    import dagster as dg
+
+    from chronoscope_dagster.orchestration import run_config_of
+
+    config = {
+        "chain_families": {"workers": 2},
+        "chains_and_turns": {"import_jsonl": "chains.jsonl"},
+        "eval_sample": {"per_stratum": 3},
+    }
+
+    def ops(*assets: str) -> dict:
+        return run_config_of({dg.AssetKey(asset) for asset in assets}, config).get("ops", {})
+
+    assert ops("family_scope_switch") == {"chain_families": {"config": {"workers": 2}}}
+    assert ops("chains") == {"chains_and_turns": {"config": {"import_jsonl": "chains.jsonl"}}}
+    assert ops("eval_sample", "benchmark_stats") == {"eval_sample": {"config": {"per_stratum": 3}}}
+    assert ops("claims") == {}

@@ -133,8 +133,8 @@ def test_families_from_several_workers_equal_one_process(sample_home):
         return buffer.getvalue()
 
     loader = partial(SnapshotFacts.from_warehouse, Warehouse(sample_home[0]), "2023")
-    alone = generate_families(loader, FAMILIES, "en", 11)
-    shared = generate_families(loader, FAMILIES, "en", 11, workers=2)
+    alone = dict(generate_families(loader, FAMILIES, "en", 11))
+    shared = dict(generate_families(loader, FAMILIES, "en", 11, workers=2))
     for family in FAMILIES:
         one, two = alone[family], shared[family]
         assert parquet(one.table) == parquet(two.table), family

@@ -78,7 +78,7 @@ def chain_families(
         config.seed,
         config.workers,
     )
-    for family, output in outputs.items():
+    for family, output in outputs:
         asset = f"family_{family}"
         store.write_table(asset, output.table, snapshot_year=year)
         store.write_report(
@@ -106,6 +106,7 @@ def chain_families(
                     dict(sorted(output.no_explicit_question.items()))
                 ),
                 "seed": config.seed,
+                "workers": config.workers,
                 "preview": dg.MetadataValue.md(
                     markdown_table(
                         ["chain", "turn", "question", "answer"],

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import pyarrow as pa
@@ -139,28 +140,27 @@ def generate_families(
     language: str,
     seed: int,
     workers: int = 1,
-) -> dict[str, FamilyOutput]:
-    """The ``families`` of one snapshot, each as ``generate_family`` gives it. With several
-    ``workers``, each process indexes the snapshot (``facts``, a picklable loader) and
-    generates every family from one subject-hash shard; the shards' chains are merged back in
-    the order of their first subjects, and refusals are counted once over all shards, so the
-    output is the same for any number of workers."""
+) -> Iterator[tuple[str, FamilyOutput]]:
+    """The ``families`` of one snapshot, each as ``generate_family`` gives it, one at a time.
+    With several ``workers``, each process indexes the snapshot (``facts``, a picklable
+    loader) and generates every family from one subject-hash shard; the shards' chains are
+    merged back in the order of their first subjects, and refusals are counted once over all
+    shards, so the output is the same for any number of workers."""
     if workers <= 1:
-        return _shard_families(facts, families, language, seed, None)
+        index, templates = facts(), load_templates(language)
+        for family in families:
+            yield family, generate_family(index, family, templates, seed)
+        return
+    shards = [Shard(number, workers) for number in range(workers)]
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         parts = list(
             pool.map(
-                _shard_families,
-                *zip(
-                    *(
-                        (facts, families, language, seed, Shard(index, workers))
-                        for index in range(workers)
-                    ),
-                    strict=True,
-                ),
+                _shard_families, repeat(facts), repeat(families), repeat(language), repeat(seed),
+                shards,
             )
-        )
-    return {family: _merged([part[family] for part in parts]) for family in families}
+        )  # fmt: skip
+    for family in families:
+        yield family, _merged([part.pop(family) for part in parts])
 
 
 def _shard_families(
@@ -168,10 +168,9 @@ def _shard_families(
     families: Sequence[str],
     language: str,
     seed: int,
-    shard: Shard | None,
+    shard: Shard,
 ) -> dict[str, FamilyOutput]:
-    index = facts()
-    templates = load_templates(language)
+    index, templates = facts(), load_templates(language)
     return {family: generate_family(index, family, templates, seed, shard) for family in families}
 
 
