@@ -2,6 +2,7 @@
 
 import pytest
 
+from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.templates import default_templates
 
@@ -143,3 +144,24 @@ def test_families_from_several_workers_equal_one_process(sample_home):
         assert one.no_explicit_question == two.no_explicit_question, family
         assert one.unnameable_subjects == two.unnameable_subjects
     assert any(alone[family].scopes_refused for family in FAMILIES)
+
+
+def _two_years_of_one_head() -> SnapshotFacts:
+    from tests.chain_helpers import facts_of_one_subject
+
+    return facts_of_one_subject(
+        {2010: ["Q2"], 2011: ["Q3"]}, {"Q1": "Ruritania", "Q2": "Ann", "Q3": "Bo"}
+    )
+
+
+def test_workers_merge_a_family_that_yields_nothing():
+    """A family with no chain anywhere (most families on this one-subject snapshot) merges
+    from several workers into the same empty table as from one process."""
+    from chronoscope_dagster.chains.records import generate_families
+
+    alone = dict(generate_families(_two_years_of_one_head, FAMILIES, "en", 1))
+    shared = dict(generate_families(_two_years_of_one_head, FAMILIES, "en", 1, workers=2))
+    assert any(not output.chains for output in alone.values())
+    for family in FAMILIES:
+        assert shared[family].table.equals(alone[family].table), family
+        assert shared[family].scopes_refused == alone[family].scopes_refused, family

@@ -189,7 +189,7 @@ def _merged(parts: Sequence[FamilyOutput]) -> FamilyOutput:
     refused = frozenset().union(*(part.refused for part in parts))
     return FamilyOutput(
         chains,
-        table.take(order).combine_chunks(),
+        table.take(pa.array(order, pa.int64())).combine_chunks(),
         sum((part.no_explicit_question for part in parts), Counter()),
         Counter(reason for *_, reason in refused),
         refused,
