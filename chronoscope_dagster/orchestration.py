@@ -22,7 +22,6 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 import dagster as dg
 
-from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.home_lock import home_lock
@@ -35,26 +34,25 @@ from chronoscope_dagster.resources import DumpSources, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 
 INFO_LOGGING = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-ASSETS_OF_OP = {
-    "chains_and_turns": ("turns", "chains"),
-    "chain_families": tuple(f"family_{family}" for family in FAMILIES),
-}
-"""The assets of ops whose name is not their asset's: such an op's config applies to a run of
-any of them."""
 RECORD_FILE = ".run.json"
 SOURCE_ASSET = dg.AssetKey("wikidata_dump")
 
 
 def run_config_of(
-    keys: Collection[dg.AssetKey], op_config: Mapping[str, Mapping[str, object]] | None
+    keys: Collection[dg.AssetKey],
+    op_config: Mapping[str, Mapping[str, object]] | None,
+    graph: dg.AssetGraph,
 ) -> dict:
-    """The run config of one run of ``keys``: the config of each op that materializes one of
-    them."""
+    """The run config of one run of ``keys``: the config of each op (by name, as ``graph``
+    names it: a multi-asset's op is not named as its assets) that materializes one of them."""
     run_config = dict(INFO_LOGGING)
+    ops_of_run = {
+        assets.node_def.name
+        for assets in graph.assets_defs
+        if assets.is_executable and not assets.keys.isdisjoint(keys)
+    }
     ops = {
-        op: {"config": dict(config)}
-        for op, config in (op_config or {}).items()
-        if any(dg.AssetKey(asset) in keys for asset in ASSETS_OF_OP.get(op, (op,)))
+        op: {"config": dict(config)} for op, config in (op_config or {}).items() if op in ops_of_run
     }
     if ops:
         run_config["ops"] = ops
@@ -167,7 +165,7 @@ def _run_selection(
             asset_selection=keys,
             partition_key=partition_key,
             instance=instance,
-            run_config=run_config_of(keys, op_config),
+            run_config=run_config_of(keys, op_config, graph),
             raise_on_error=False,
         )
         results.append(result)

@@ -125,11 +125,12 @@ def test_sql_home_with_glob_characters_is_refused(sample_home, tmp_path, capsys)
     assert "glob character" in err
 
 
-def test_run_options_reach_the_ops_of_the_selected_assets():
+def test_run_options_reach_the_ops_of_the_selected_assets(tmp_path):
     """An option's op config applies to every run that materializes one of the op's assets,
     also where the op is named otherwise (the families' multi-asset, turns and chains)."""
     import dagster as dg
 
+    from chronoscope_dagster.definitions import build_definitions
     from chronoscope_dagster.orchestration import run_config_of
 
     config = {
@@ -138,8 +139,11 @@ def test_run_options_reach_the_ops_of_the_selected_assets():
         "eval_sample": {"per_stratum": 3},
     }
 
+    graph = build_definitions(str(tmp_path)).resolve_asset_graph()
+
     def ops(*assets: str) -> dict:
-        return run_config_of({dg.AssetKey(asset) for asset in assets}, config).get("ops", {})
+        keys = {dg.AssetKey(asset) for asset in assets}
+        return run_config_of(keys, config, graph).get("ops", {})
 
     assert ops("family_scope_switch") == {"chain_families": {"config": {"workers": 2}}}
     assert ops("chains") == {"chains_and_turns": {"config": {"import_jsonl": "chains.jsonl"}}}
