@@ -7,6 +7,7 @@ Layout under the home directory (``CHRONOSCOPE_HOME``, default ``./.chronoscope`
     <asset>/.../report.json                              counts an asset's checks read back
     warehouse.duckdb                                     views named as the assets
     downloads/                                           fetched dumps
+    shards/<asset>/<key>=<value>/shard=<i>-of-<n>/       a sharded step's parts, until merged
 
 Every file is written to a temporary name and renamed, so a rerun replaces a
 partition and never duplicates it, and a reader never sees half a file. The
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -126,6 +128,20 @@ class Warehouse:
             os.replace(temporary, directory / filename)
         finally:
             Path(temporary).unlink(missing_ok=True)
+
+    @staticmethod
+    def shard_asset(asset: str) -> str:
+        """Where the parts of a sharded step write, as an asset name of this home."""
+        return f"shards/{asset}"
+
+    def drop_shards(self, asset: str, **keys: str) -> None:
+        """Remove the parts of ``asset``'s partition, once merged."""
+        directory = self.partition_dir(self.shard_asset(asset), **keys)
+        shutil.rmtree(directory, ignore_errors=True)
+        for parent in directory.parents:
+            if parent == self.home or any(parent.iterdir()):
+                break
+            parent.rmdir()
 
     def write_table(self, asset: str, table: pa.Table, **keys: str) -> Path:
         with self.writing(asset, **keys) as path:
@@ -254,6 +270,11 @@ class Warehouse:
     def query(self, sql: str) -> pa.Table:
         with self.connect(views=True) as connection:
             return connection.sql(sql).to_arrow_table()
+
+
+def shard_key(index: int, count: int) -> str:
+    """The ``shard`` key of part ``index`` of ``count`` (sorts in order as text)."""
+    return f"{index:05d}-of-{count:05d}"
 
 
 def write_query(

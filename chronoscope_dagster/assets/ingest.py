@@ -1,19 +1,31 @@
 """Ingest: a snapshot's dump, and the claims and labels extracted from it."""
 
+import os
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
+from pydantic import Field
 
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import DumpSources, WarehouseResource
+from chronoscope_dagster.warehouse import shard_key
 from chronoscope_dagster.wikidata.download import fetch_dump
-from chronoscope_dagster.wikidata.extract import LINE_REJECTS, STATEMENT_DROPS
+from chronoscope_dagster.wikidata.extract import (
+    LABELS_SCHEMA,
+    LIFESPANS_SCHEMA,
+    LINE_REJECTS,
+    STATEMENT_DROPS,
+    Extractor,
+)
 from chronoscope_dagster.wikidata.reader import ExtractionReport, extract_dump
+from chronoscope_dagster.wikidata.shards import concatenate_parquet, split_dump
 
 PROGRESS_SECONDS = 10.0
 
@@ -77,87 +89,137 @@ def wikidata_dump(
     )
 
 
-@dg.multi_asset(
-    specs=[
-        dg.AssetSpec(
-            "claims",
-            deps=["wikidata_dump"],
-            group_name="ingest",
-            kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
-            description=(
-                "Item-valued statements of the extracted properties (data/properties.yaml), one "
-                "row per statement: subject_qid, pid, value_qid, rank, statement id; start (P580, "
-                "earliest), end (P582, latest) and point in time (P585, earliest) as typed dates "
-                "with precision and calendar; end_unknown for an end given as 'unknown value'; "
-                "entity and ordinal qualifiers as lists. Deprecated statements, somevalue/novalue "
-                "and non-item values, and statements with an invalid date are dropped and counted "
-                "by reason; every line of the dump is accounted for in the metadata."
-            ),
-        ),
-        dg.AssetSpec(
-            "labels",
-            deps=["wikidata_dump"],
-            group_name="ingest",
-            kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
-            description=(
-                "English label, description and aliases of every item of the snapshot that has "
-                "an English label or alias, from the item's own document."
-            ),
-        ),
-        dg.AssetSpec(
-            "lifespans",
-            deps=["wikidata_dump"],
-            group_name="ingest",
-            kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
-            description=(
-                "The dates that bound each item's existence: birth (P569) and inception (P571) "
-                "as starts, death (P570) and dissolution (P576) as ends, one row per statement "
-                "of the best rank with its precision (deprecated excluded; the others counted). "
-                "A timeless fact is asked only within its subject's lifespan."
-            ),
-        ),
-    ],
-    partitions_def=snapshot_year_partitions,
-    pool="duckdb_writer",
-)
-def claims_and_labels(
-    context: dg.AssetExecutionContext,
-    warehouse: WarehouseResource,
-    dump_sources: DumpSources,
-    duckdb: DuckDBResource,
-):
+class DumpShardConfig(dg.Config):
+    shards: int = Field(
+        default=1,
+        ge=1,
+        description="Steps the extraction is split into: the dump is cut once into this many "
+        "runs of whole lines, each extracted by its own step (which an executor may place on "
+        "another process or machine), and the parts are concatenated in order; the output is "
+        "the same for any number. 1 extracts the dump as it is.",
+    )
+
+
+@dataclass(frozen=True)
+class DumpShard:
+    index: int
+    count: int
+    path: str
+
+
+@dataclass(frozen=True)
+class ExtractedShard:
+    shard: DumpShard
+    report: ExtractionReport
+
+
+EXTRACTED = {"claims": None, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
+"""The assets extraction writes, with their schemas (claims: the property list's)."""
+
+
+@dg.op(ins={"dump": dg.In(dg.Nothing)}, out=dg.DynamicOut(DumpShard))
+def split_wikidata_dump(
+    context: dg.OpExecutionContext, config: DumpShardConfig, warehouse: WarehouseResource
+) -> Iterator[dg.DynamicOutput[DumpShard]]:
+    """The dump as it is (one shard), or cut into ``shards`` files of whole lines."""
     year = context.partition_key
     store = warehouse.warehouse
-    dump = store.read_report("wikidata_dump", snapshot_year=year)
+    dump = Path(store.read_report("wikidata_dump", snapshot_year=year)["path"])
+    if config.shards == 1:
+        yield dg.DynamicOutput(DumpShard(0, 1, str(dump)), mapping_key="shard_0")
+        return
+    split = split_dump(
+        dump,
+        store.partition_dir(store.shard_asset("wikidata_dump"), snapshot_year=year),
+        config.shards,
+        progress=_progress_log(context, f"snapshot {year}: split", "bytes read"),
+    )
+    context.log.info(
+        f"snapshot {year}: cut into {config.shards} shards in {split.seconds:.1f} s "
+        f"(decompressed MB per shard: {', '.join(f'{b / 1e6:.1f}' for b in split.shard_bytes)})"
+    )
+    for index, path in enumerate(split.shards):
+        yield dg.DynamicOutput(
+            DumpShard(index, config.shards, str(path)), mapping_key=f"shard_{index}"
+        )
+
+
+@dg.op
+def extract_wikidata_shard(
+    context: dg.OpExecutionContext,
+    shard: DumpShard,
+    warehouse: WarehouseResource,
+    dump_sources: DumpSources,
+) -> ExtractedShard:
+    """Claims, labels and lifespans of one shard of the dump, as parts to be concatenated."""
+    year = context.partition_key
+    store = warehouse.warehouse
+    keys = {"snapshot_year": year, "shard": shard_key(shard.index, shard.count)}
     last_report = [time.monotonic()]
 
     def progress(report: ExtractionReport) -> None:
         now = time.monotonic()
         if now - last_report[0] >= PROGRESS_SECONDS:
             last_report[0] = now
-            context.log.info(f"snapshot {year}: {report.progress_text()}")
+            context.log.info(f"snapshot {year}, shard {shard.index}: {report.progress_text()}")
 
+    parts = store.shard_asset("extraction")
     with (
-        store.writing("claims", snapshot_year=year) as claims_path,
-        store.writing("labels", snapshot_year=year) as labels_path,
-        store.writing("lifespans", snapshot_year=year) as lifespans_path,
+        store.writing(parts, "claims.parquet", **keys) as claims_path,
+        store.writing(parts, "labels.parquet", **keys) as labels_path,
+        store.writing(parts, "lifespans.parquet", **keys) as lifespans_path,
     ):
         report = extract_dump(
-            Path(dump["path"]),
+            Path(shard.path),
             claims_path,
             labels_path,
             lifespans_out=lifespans_path,
             workers=dump_sources.workers or None,
             progress=progress,
         )
+    if not report.reconciles:
+        context.log.warning(f"shard {shard.index}: {'; '.join(report.reconciliation_errors)}")
+    return ExtractedShard(shard, report)
+
+
+@dg.op(
+    out={asset: dg.Out(dg.Nothing) for asset in EXTRACTED},
+    pool="duckdb_writer",
+)
+def merge_wikidata_shards(
+    context: dg.OpExecutionContext,
+    shards: list[ExtractedShard],
+    warehouse: WarehouseResource,
+    duckdb: DuckDBResource,
+) -> Iterator[dg.Output]:
+    """The shards' parts concatenated in dump order into the snapshot's claims, labels and
+    lifespans (a single shard's parts are renamed into place: the same bytes)."""
+    year = context.partition_key
+    store = warehouse.warehouse
+    dump = store.read_report("wikidata_dump", snapshot_year=year)
+    shards = sorted(shards, key=lambda extracted: extracted.shard.index)
+    parts = store.shard_asset("extraction")
+    part_dirs = [
+        store.partition_dir(
+            parts, snapshot_year=year, shard=shard_key(e.shard.index, e.shard.count)
+        )
+        for e in shards
+    ]
+    schemas = {**EXTRACTED, "claims": Extractor().schema}
+    for asset, schema in schemas.items():
+        with store.writing(asset, snapshot_year=year) as path:
+            if len(part_dirs) == 1:
+                os.replace(part_dirs[0] / f"{asset}.parquet", path)
+            else:
+                concatenate_parquet([d / f"{asset}.parquet" for d in part_dirs], path, schema)
+    store.drop_shards("extraction", snapshot_year=year)
+    store.drop_shards("wikidata_dump", snapshot_year=year)
+    report = ExtractionReport.combined([e.report for e in shards], dump["bytes"])
     counts = dict(sorted(report.counts.items()))
     store.write_report(
         "claims",
         {"counts": counts, "seconds": report.seconds, "workers": report.workers,
-         "input_bytes": report.input_bytes, "dump": dump},
+         "shards": len(shards), "input_bytes": report.input_bytes, "dump": dump},
         snapshot_year=year,
     )  # fmt: skip
     warehouse.refresh_views(duckdb)
@@ -167,10 +229,11 @@ def claims_and_labels(
     }
     context.log.info(
         f"snapshot {year}: {report.get('statements_kept'):,} statements kept from "
-        f"{report.get('items'):,} items in {report.seconds:.1f} s"
+        f"{report.get('items'):,} items in {report.seconds:.1f} s ({len(shards)} shards)"
     )
-    yield dg.MaterializeResult(
-        asset_key="claims",
+    yield dg.Output(
+        None,
+        output_name="claims",
         metadata={
             "dagster/row_count": report.get("statements_kept"),
             "lines": report.get("lines"),
@@ -189,19 +252,22 @@ def claims_and_labels(
             "seconds": round(report.seconds, 3),
             "input_mb_per_second": round(report.input_bytes / 1e6 / max(report.seconds, 1e-9), 2),
             "workers": report.workers,
+            "shards": len(shards),
             "path": dg.MetadataValue.path(str(store.data_path("claims", snapshot_year=year))),
         },
     )
-    yield dg.MaterializeResult(
-        asset_key="labels",
+    yield dg.Output(
+        None,
+        output_name="labels",
         metadata={
             "dagster/row_count": report.get("items") - report.get("items_without_english_label"),
             "items_without_english_label": report.get("items_without_english_label"),
             "path": dg.MetadataValue.path(str(store.data_path("labels", snapshot_year=year))),
         },
     )
-    yield dg.MaterializeResult(
-        asset_key="lifespans",
+    yield dg.Output(
+        None,
+        output_name="lifespans",
         metadata={
             "dagster/row_count": report.get("lifespan_kept"),
             "statements_seen": report.get("lifespan_seen"),
@@ -209,6 +275,76 @@ def claims_and_labels(
             "path": dg.MetadataValue.path(str(store.data_path("lifespans", snapshot_year=year))),
         },
     )
+
+
+def _shard_config(config: dict) -> dict:
+    return {"split_wikidata_dump": {"config": config}}
+
+
+@dg.graph_multi_asset(
+    outs={
+        "claims": dg.AssetOut(
+            dagster_type=dg.Nothing,
+            group_name="ingest",
+            kinds={"parquet", "duckdb"},
+            owners=["team:chronoscope"],
+            description=(
+                "Item-valued statements of the extracted properties (data/properties.yaml), one "
+                "row per statement: subject_qid, pid, value_qid, rank, statement id; start (P580, "
+                "earliest), end (P582, latest) and point in time (P585, earliest) as typed dates "
+                "with precision and calendar; end_unknown for an end given as 'unknown value'; "
+                "entity and ordinal qualifiers as lists. Deprecated statements, somevalue/novalue "
+                "and non-item values, and statements with an invalid date are dropped and counted "
+                "by reason; every line of the dump is accounted for in the metadata."
+            ),
+        ),
+        "labels": dg.AssetOut(
+            dagster_type=dg.Nothing,
+            group_name="ingest",
+            kinds={"parquet", "duckdb"},
+            owners=["team:chronoscope"],
+            description=(
+                "English label, description and aliases of every item of the snapshot that has "
+                "an English label or alias, from the item's own document."
+            ),
+        ),
+        "lifespans": dg.AssetOut(
+            dagster_type=dg.Nothing,
+            group_name="ingest",
+            kinds={"parquet", "duckdb"},
+            owners=["team:chronoscope"],
+            description=(
+                "The dates that bound each item's existence: birth (P569) and inception (P571) "
+                "as starts, death (P570) and dissolution (P576) as ends, one row per statement "
+                "of the best rank with its precision (deprecated excluded; the others counted). "
+                "A timeless fact is asked only within its subject's lifespan."
+            ),
+        ),
+    },
+    ins={"wikidata_dump": dg.AssetIn(dagster_type=dg.Nothing)},
+    partitions_def=snapshot_year_partitions,
+    config=dg.ConfigMapping(
+        config_fn=_shard_config, config_schema=DumpShardConfig.to_config_schema()
+    ),
+)
+def claims_and_labels(wikidata_dump):
+    """Split (or not), extract each shard in its own step, concatenate."""
+    extracted = split_wikidata_dump(wikidata_dump).map(extract_wikidata_shard).collect()
+    return merge_wikidata_shards(extracted)
+
+
+def _progress_log(
+    context: dg.OpExecutionContext, prefix: str, unit: str
+) -> Callable[[int, int], None]:
+    last_report = [time.monotonic()]
+
+    def progress(done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last_report[0] >= PROGRESS_SECONDS:
+            last_report[0] = now
+            context.log.info(f"{prefix}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB {unit}")
+
+    return progress
 
 
 def _pid_order(item: tuple[str, int]) -> int:

@@ -86,6 +86,10 @@ class Shard:
         digest = hashlib.blake2b(subject.encode(), digest_size=8).digest()
         return int.from_bytes(digest, "big") % self.count == self.index
 
+    def split(self, parts: int) -> list[Shard]:
+        """This shard as ``parts`` shards that together hold exactly its subjects."""
+        return [Shard(self.index + self.count * part, self.count * parts) for part in range(parts)]
+
 
 @dataclass(frozen=True)
 class Gold:

@@ -140,27 +140,29 @@ def generate_families(
     language: str,
     seed: int,
     workers: int = 1,
+    shard: Shard | None = None,
 ) -> Iterator[tuple[str, FamilyOutput]]:
-    """The ``families`` of one snapshot, each as ``generate_family`` gives it, one at a time.
-    With several ``workers``, each process indexes the snapshot (``facts``, a picklable
-    loader) and generates every family from one subject-hash shard; the shards' chains are
-    merged back in the order of their first subjects, and refusals are counted once over all
-    shards, so the output is the same for any number of workers."""
+    """The ``families`` of one snapshot (or of the chains rooted in one ``shard`` of it), each
+    as ``generate_family`` gives it, one at a time. With several ``workers``, each process
+    indexes the snapshot (``facts``, a picklable loader) and generates every family from one
+    part of the shard; the parts' chains are merged back in the order of their first subjects,
+    and refusals are counted once over all parts, so the output is the same for any number of
+    workers."""
     if workers <= 1:
         index, templates = facts(), load_templates(language)
         for family in families:
-            yield family, generate_family(index, family, templates, seed)
+            yield family, generate_family(index, family, templates, seed, shard)
         return
-    shards = [Shard(number, workers) for number in range(workers)]
+    parts = (shard or Shard(0, 1)).split(workers)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        parts = list(
+        outputs = list(
             pool.map(
                 _shard_families, repeat(facts), repeat(families), repeat(language), repeat(seed),
-                shards,
+                parts,
             )
         )  # fmt: skip
     for family in families:
-        yield family, _merged([part.pop(family) for part in parts])
+        yield family, _merged([output.pop(family) for output in outputs])
 
 
 def _shard_families(
@@ -177,24 +179,37 @@ def _shard_families(
 def _merged(parts: Sequence[FamilyOutput]) -> FamilyOutput:
     """One family's shards as one output: chains (and their turns) by first subject's QID
     number, as unsharded generation yields them; a refusal made in several shards once."""
-
-    def root(chain: Chain) -> int:
-        return int(chain.turns[0].subject_qid[1:])
-
-    chains = sorted((chain for part in parts for chain in part.chains), key=root)
-    table = pa.concat_tables(part.table for part in parts)
-    rank = {chain.chain_id: root(chain) for chain in chains}
-    chain_ids = table.column("chain_id").to_pylist()
-    order = sorted(range(table.num_rows), key=lambda row: rank[chain_ids[row]])
     refused = frozenset().union(*(part.refused for part in parts))
     return FamilyOutput(
-        chains,
-        table.take(pa.array(order, pa.int64())).combine_chunks(),
+        sorted((chain for part in parts for chain in part.chains), key=_root_number),
+        merged_turns([part.table for part in parts]),
         sum((part.no_explicit_question for part in parts), Counter()),
         Counter(reason for *_, reason in refused),
         refused,
         parts[0].unnameable_subjects,
     )
+
+
+def merged_turns(tables: Sequence[pa.Table]) -> pa.Table:
+    """Turns tables of one family's shards as the one table of unsharded generation: chains by
+    the QID number of their first subject (a chain's rows stay together and in order)."""
+    table = pa.concat_tables(tables)
+    firsts = table.filter(pc.equal(table.column("turn_index"), 0))
+    rank = {
+        chain_id: int(subject[1:])
+        for chain_id, subject in zip(
+            firsts.column("chain_id").to_pylist(),
+            firsts.column("subject_qid").to_pylist(),
+            strict=True,
+        )
+    }
+    chain_ids = table.column("chain_id").to_pylist()
+    order = sorted(range(table.num_rows), key=lambda row: rank[chain_ids[row]])
+    return table.take(pa.array(order, pa.int64())).combine_chunks()
+
+
+def _root_number(chain: Chain) -> int:
+    return int(chain.turns[0].subject_qid[1:])
 
 
 def rooted_in(table: pa.Table, shard: Shard) -> pa.Table:

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.wikidata.extract import (
@@ -41,6 +42,7 @@ from chronoscope_dagster.wikidata.extract import (
 
 DUMP_SUFFIXES = (".json.gz", ".json.bz2", ".jsonl.zst", ".json.zst", ".jsonl", ".json")
 BLOCK_BYTES = 4 << 20
+ROW_GROUP_ROWS = 1 << 17
 # With the worker count left automatic, an input whose (compressed) size times this is
 # below one block is parsed in process: starting workers would cost more than the parse.
 SMALL_INPUT_RATIO = 8
@@ -64,6 +66,18 @@ class ExtractionReport:
 
     def get(self, key: str) -> int:
         return self.counts.get(key, 0)
+
+    @classmethod
+    def combined(cls, parts: list[ExtractionReport], input_bytes: int) -> ExtractionReport:
+        """The report of a dump of ``input_bytes`` extracted in ``parts``: counts summed,
+        seconds of extraction summed (CPU-side work, whichever steps ran in parallel)."""
+        return cls(
+            counts=sum((part.counts for part in parts), Counter()),
+            input_bytes=input_bytes,
+            input_read_bytes=input_bytes,
+            seconds=sum(part.seconds for part in parts),
+            workers=max((part.workers for part in parts), default=1),
+        )
 
     def progress_text(self) -> str:
         """Counts so far, the input read, its rate and the time left at that rate."""
@@ -158,11 +172,11 @@ def open_dump(raw: io.BufferedReader, name: str) -> io.BufferedIOBase:
 
 def iter_blocks(paths: list[Path], block_bytes: int = BLOCK_BYTES) -> Iterator[bytes]:
     """Blocks of whole lines from the decompressed files, in order."""
-    for view in _line_blocks(paths, block_bytes):
+    for view in line_blocks(paths, block_bytes):
         yield bytes(view)
 
 
-def _line_blocks(
+def line_blocks(
     paths: list[Path], block_bytes: int, report: ExtractionReport | None = None
 ) -> Iterator[memoryview]:
     """Blocks of whole lines, each a view of one reused buffer, valid until the next is
@@ -264,21 +278,17 @@ def extract_dump(
     report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
-    claims_writer = pq.ParquetWriter(claims_out, extractor.schema, compression="zstd")
-    labels_writer = pq.ParquetWriter(labels_out, LABELS_SCHEMA, compression="zstd")
+    claims_writer = RowGroupWriter(claims_out, extractor.schema)
+    labels_writer = RowGroupWriter(labels_out, LABELS_SCHEMA)
     lifespans_writer = (
-        pq.ParquetWriter(lifespans_out, LIFESPANS_SCHEMA, compression="zstd")
-        if lifespans_out is not None
-        else None
+        RowGroupWriter(lifespans_out, LIFESPANS_SCHEMA) if lifespans_out is not None else None
     )
     try:
         for result in _results(paths, workers, block_bytes, report):
-            if result.claims.num_rows:
-                claims_writer.write_table(result.claims)
-            if result.labels.num_rows:
-                labels_writer.write_table(result.labels)
-            if lifespans_writer is not None and result.lifespans.num_rows:
-                lifespans_writer.write_table(result.lifespans)
+            claims_writer.write(result.claims)
+            labels_writer.write(result.labels)
+            if lifespans_writer is not None:
+                lifespans_writer.write(result.lifespans)
             report.counts.update(result.counts)
             if progress is not None:
                 report.seconds = time.perf_counter() - started
@@ -295,7 +305,7 @@ def extract_dump(
 def _results(
     paths: list[Path], workers: int, block_bytes: int, report: ExtractionReport
 ) -> Iterator[ChunkResult]:
-    blocks = _line_blocks(paths, block_bytes, report)
+    blocks = line_blocks(paths, block_bytes, report)
     if workers == 1:
         for block in blocks:
             yield _extract_block(bytes(block))
@@ -328,6 +338,44 @@ def _results(
                 in_flight.append((pool.submit(_extract_block, bytes(block)), None))
         while in_flight:
             yield in_flight.popleft()[0].result()
+
+
+class RowGroupWriter:
+    """A Parquet file written in row groups of ``ROW_GROUP_ROWS`` rows whatever the tables it is
+    handed, so its bytes depend only on the rows in order: a dump extracted in one piece and
+    the same dump extracted in shards and concatenated give the same file."""
+
+    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS):
+        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
+        self._row_group_rows = row_group_rows
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        if not table.num_rows:
+            return
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        while self._pending_rows >= self._row_group_rows:
+            pending = pa.concat_tables(self._pending)
+            self._write_group(pending.slice(0, self._row_group_rows))
+            rest = pending.slice(self._row_group_rows)
+            self._pending, self._pending_rows = [rest], rest.num_rows
+
+    def close(self) -> None:
+        if self._pending_rows:
+            self._write_group(pa.concat_tables(self._pending))
+        self._pending, self._pending_rows = [], 0
+        self._writer.close()
+
+    def __enter__(self) -> RowGroupWriter:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _write_group(self, rows: pa.Table) -> None:
+        self._writer.write_table(rows.combine_chunks(), row_group_size=len(rows))
 
 
 class _BlockRing:
