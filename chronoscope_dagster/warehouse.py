@@ -139,7 +139,7 @@ class Warehouse:
         directory = self.partition_dir(self.shard_asset(asset), **keys)
         shutil.rmtree(directory, ignore_errors=True)
         for parent in directory.parents:
-            if parent == self.home or any(parent.iterdir()):
+            if parent == self.home or not parent.exists() or any(parent.iterdir()):
                 break
             parent.rmdir()
 
