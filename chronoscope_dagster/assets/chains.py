@@ -3,20 +3,22 @@ from one index of its facts), then the merged benchmark."""
 
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import dagster as dg
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from chronoscope_dagster.chains.evidence import DROP_REASONS
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.records import generate_families
+from chronoscope_dagster.chains.records import generate_families, merged_turns
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -27,7 +29,7 @@ from chronoscope_dagster.chains.stats import (
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
 REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 
@@ -35,90 +37,194 @@ REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 class ChainConfig(dg.Config):
     seed: int = Field(default=42, description="Global seed of chain generation.")
     language: str = Field(default="en", description="Question template language.")
+    shards: int = Field(
+        default=1,
+        ge=1,
+        description="Steps a snapshot's families are split into, by a hash of the subject each "
+        "chain starts from: each step (which an executor may place on another process or "
+        "machine) indexes the whole snapshot and generates its shard's chains, and the shards "
+        "are merged in order; the output is the same for any number.",
+    )
     workers: int = Field(
         default=1,
         ge=1,
-        description="Processes generating a snapshot's families, each from one subject-hash "
-        "shard with its own index of the snapshot (memory grows with them); the output is the "
-        "same for any number. One per core on a large dump; 1 on the sample.",
+        description="Processes within each step, each from one part of its shard with its own "
+        "index of the snapshot (memory grows with them); the output is the same for any "
+        "number. One per core on a large dump; 1 on the sample.",
     )
 
 
-@dg.multi_asset(
+@dataclass(frozen=True)
+class ChainShard:
+    index: int
+    count: int
+    families: tuple[str, ...]
+    config: dict
+
+    @property
+    def key(self) -> str:
+        return shard_key(self.index, self.count)
+
+
+@dataclass(frozen=True)
+class FamilyShard:
+    """What one shard of a family leaves for the merge besides its turns table."""
+
+    refused: frozenset[tuple[str, str, str | None, str]]
+    no_explicit_question: Counter[str]
+    unnameable_subjects: int
+
+
+@dataclass(frozen=True)
+class GeneratedShard:
+    shard: ChainShard
+    families: dict[str, FamilyShard]
+
+
+@dg.op(ins={"facts": dg.In(dg.Nothing)}, out=dg.DynamicOut(ChainShard))
+def plan_chain_shards(
+    context: dg.OpExecutionContext, config: ChainConfig
+) -> Iterator[dg.DynamicOutput[ChainShard]]:
+    """One step per shard, each generating the selected families."""
+    families = tuple(
+        family
+        for family in FAMILIES
+        if dg.AssetKey(f"family_{family}") in context.selected_asset_keys
+    )
+    for index in range(config.shards):
+        yield dg.DynamicOutput(
+            ChainShard(index, config.shards, families, config.model_dump()),
+            mapping_key=f"shard_{index}",
+        )
+
+
+@dg.op
+def generate_chain_shard(
+    context: dg.OpExecutionContext, shard: ChainShard, warehouse: WarehouseResource
+) -> GeneratedShard:
+    """The chains of the families rooted in one shard of the snapshot's subjects."""
+    year = context.partition_key
+    store = warehouse.warehouse
+    config = ChainConfig(**shard.config)
+    outputs = generate_families(
+        partial(SnapshotFacts.from_warehouse, store, year),
+        shard.families,
+        config.language,
+        config.seed,
+        config.workers,
+        Shard(shard.index, shard.count) if shard.count > 1 else None,
+    )
+    left = {}
+    for family, output in outputs:
+        asset = store.shard_asset(f"family_{family}")
+        store.write_table(asset, output.table, snapshot_year=year, shard=shard.key)
+        left[family] = FamilyShard(
+            output.refused, output.no_explicit_question, output.unnameable_subjects
+        )
+        context.log.info(f"shard {shard.index}: {family}: {len(output.chains):,} chains")
+    return GeneratedShard(shard, left)
+
+
+@dg.op(
+    out={f"family_{family}": dg.Out(dg.Nothing, is_required=False) for family in FAMILIES},
+)
+def merge_chain_shards(
+    context: dg.OpExecutionContext,
+    shards: list[GeneratedShard],
+    warehouse: WarehouseResource,
+) -> Iterator[dg.Output]:
+    """Each family's shards as one table, in the order of unsharded generation."""
+    year = context.partition_key
+    store = warehouse.warehouse
+    shards = sorted(shards, key=lambda generated: generated.shard.index)
+    config = ChainConfig(**shards[0].shard.config)
+    for family in FAMILIES:
+        asset = f"family_{family}"
+        if asset not in context.selected_output_names:
+            continue
+        parts = store.shard_asset(asset)
+        table = merged_turns(
+            [
+                pq.read_table(store.data_path(parts, snapshot_year=year, shard=generated.shard.key))
+                for generated in shards
+            ]
+        )
+        refused = frozenset().union(*(generated.families[family].refused for generated in shards))
+        scopes_refused = Counter(reason for *_, reason in refused)
+        no_explicit = sum(
+            (generated.families[family].no_explicit_question for generated in shards), Counter()
+        )
+        store.write_table(asset, table, snapshot_year=year)
+        store.drop_shards(asset, snapshot_year=year)
+        store.write_report(
+            asset,
+            {
+                "seed": config.seed,
+                "language": config.language,
+                "scopes_refused": dict(sorted(scopes_refused.items())),
+                "no_explicit_question": dict(sorted(no_explicit.items())),
+            },
+            snapshot_year=year,
+        )
+        firsts = table.filter(pc.equal(table.column("turn_index"), 0))
+        preview_chains = set(firsts.column("chain_id").to_pylist()[:3])
+        preview = [
+            (row["chain_id"][:8], row["turn_index"], row["question"], row["answer"])
+            for row in table.select(["chain_id", "turn_index", "question", "answer"]).to_pylist()
+            if row["chain_id"] in preview_chains
+        ]
+        yield dg.Output(
+            None,
+            output_name=asset,
+            metadata={
+                "dagster/row_count": table.num_rows,
+                "chains": firsts.num_rows,
+                "max_length": pc.max(table.column("chain_length")).as_py() or 0,
+                "unnameable_subjects": shards[0].families[family].unnameable_subjects,
+                "scopes_refused": dg.MetadataValue.json(
+                    {reason: scopes_refused[reason] for reason in REFUSAL_REASONS}
+                ),
+                "no_explicit_question": dg.MetadataValue.json(dict(sorted(no_explicit.items()))),
+                "seed": config.seed,
+                "shards": config.shards,
+                "workers": config.workers,
+                "preview": dg.MetadataValue.md(
+                    markdown_table(["chain", "turn", "question", "answer"], preview)
+                ),
+            },
+        )
+
+
+def _plan_config(config: dict) -> dict:
+    return {"plan_chain_shards": {"config": config}}
+
+
+@dg.graph_multi_asset(
     name="chain_families",
-    specs=[
-        dg.AssetSpec(
-            f"family_{family}",
-            deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
+    outs={
+        f"family_{family}": dg.AssetOut(
+            dagster_type=dg.Nothing,
             group_name="chains",
             kinds={"python", "parquet"},
             owners=["team:chronoscope"],
             description=" ".join((family_module(family).__doc__ or "").split()),
         )
         for family in FAMILIES
-    ],
+    },
+    ins={
+        name: dg.AssetIn(dagster_type=dg.Nothing)
+        for name in ("truth", "fact_intervals", "labels", "lifespans", "present_day")
+    },
     partitions_def=snapshot_year_partitions,
     can_subset=True,
+    config=dg.ConfigMapping(config_fn=_plan_config, config_schema=ChainConfig.to_config_schema()),
 )
-def chain_families(
-    context: dg.AssetExecutionContext, config: ChainConfig, warehouse: WarehouseResource
-) -> Iterator[dg.MaterializeResult]:
-    """The selected families of one snapshot, from one index of its facts (per worker)."""
-    year = context.partition_key
-    store = warehouse.warehouse
-    selected = [
-        family
-        for family in FAMILIES
-        if dg.AssetKey(f"family_{family}") in context.selected_asset_keys
-    ]
-    outputs = generate_families(
-        partial(SnapshotFacts.from_warehouse, store, year),
-        selected,
-        config.language,
-        config.seed,
-        config.workers,
+def chain_families(truth, fact_intervals, labels, lifespans, present_day):
+    """The selected families of one snapshot: one step per subject-hash shard, then a merge."""
+    shards = plan_chain_shards([truth, fact_intervals, labels, lifespans, present_day]).map(
+        generate_chain_shard
     )
-    for family, output in outputs:
-        asset = f"family_{family}"
-        store.write_table(asset, output.table, snapshot_year=year)
-        store.write_report(
-            asset,
-            {
-                "seed": config.seed,
-                "language": config.language,
-                "scopes_refused": dict(sorted(output.scopes_refused.items())),
-                "no_explicit_question": dict(sorted(output.no_explicit_question.items())),
-            },
-            snapshot_year=year,
-        )
-        lengths = [chain.length for chain in output.chains]
-        yield dg.MaterializeResult(
-            asset_key=asset,
-            metadata={
-                "dagster/row_count": output.table.num_rows,
-                "chains": len(output.chains),
-                "max_length": max(lengths, default=0),
-                "unnameable_subjects": output.unnameable_subjects,
-                "scopes_refused": dg.MetadataValue.json(
-                    {reason: output.scopes_refused[reason] for reason in REFUSAL_REASONS}
-                ),
-                "no_explicit_question": dg.MetadataValue.json(
-                    dict(sorted(output.no_explicit_question.items()))
-                ),
-                "seed": config.seed,
-                "workers": config.workers,
-                "preview": dg.MetadataValue.md(
-                    markdown_table(
-                        ["chain", "turn", "question", "answer"],
-                        [
-                            (c.chain_id[:8], i, t.question, t.answer)
-                            for c in output.chains[:3]
-                            for i, t in enumerate(c.turns)
-                        ],
-                    )
-                ),
-            },
-        )
+    return merge_chain_shards(shards.collect())
 
 
 class ChainSourceConfig(dg.Config):

@@ -192,8 +192,9 @@ def _merged(parts: Sequence[FamilyOutput]) -> FamilyOutput:
 
 def merged_turns(tables: Sequence[pa.Table]) -> pa.Table:
     """Turns tables of one family's shards as the one table of unsharded generation: chains by
-    the QID number of their first subject (a chain's rows stay together and in order)."""
-    table = pa.concat_tables(tables)
+    the QID number of their first subject (a chain's rows stay together and in order). Tables
+    read back from Parquet take the turns schema again (Parquet renames a list's item field)."""
+    table = pa.concat_tables(table.cast(TURNS_SCHEMA) for table in tables)
     firsts = table.filter(pc.equal(table.column("turn_index"), 0))
     rank = {
         chain_id: int(subject[1:])
