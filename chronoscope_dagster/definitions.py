@@ -1,5 +1,6 @@
 """The one Definitions object of the code location."""
 
+import os
 import warnings
 
 import dagster as dg
@@ -30,11 +31,35 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 
+EXECUTORS = ("in_process", "multiprocess", "celery")
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+
+
+def executor_from_environment() -> dg.ExecutorDefinition:
+    """The executor named by ``CHRONOSCOPE_EXECUTOR``: ``in_process`` (the default: one
+    process, as the command line runs), ``multiprocess`` (steps in child processes on this
+    machine) or ``celery`` (steps as tasks for the workers of the broker
+    ``CHRONOSCOPE_CELERY_BROKER``, on any machine that shares the home and the instance)."""
+    name = os.environ.get("CHRONOSCOPE_EXECUTOR", "in_process")
+    if name == "in_process":
+        return dg.in_process_executor
+    if name == "multiprocess":
+        return dg.multiprocess_executor
+    if name == "celery":
+        from dagster_celery import celery_executor
+
+        broker = os.environ.get("CHRONOSCOPE_CELERY_BROKER", DEFAULT_BROKER)
+        backend = os.environ.get("CHRONOSCOPE_CELERY_BACKEND", broker)
+        return celery_executor.configured({"broker": broker, "backend": backend})
+    raise ValueError(f"CHRONOSCOPE_EXECUTOR={name!r}: expected one of {', '.join(EXECUTORS)}")
+
+
 def build_definitions(
     home: str | None = None,
     dump_sources: DumpSources | None = None,
     anchor_calendar: AnchorCalendar | None = None,
     models: ModelRegistry | None = None,
+    executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
@@ -58,8 +83,9 @@ def build_definitions(
             "anchor_calendar": anchor_calendar or AnchorCalendar(),
             "models": models or ModelRegistry(),
         },
-        executor=dg.in_process_executor,
+        executor=executor or dg.in_process_executor,
     )
 
 
-defs = build_definitions()
+defs = build_definitions(executor=executor_from_environment())
+

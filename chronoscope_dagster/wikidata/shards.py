@@ -1,9 +1,9 @@
 """A dump cut into shards, and the shards' extractions put back together.
 
 ``split_dump`` reads a dump once and writes ``count`` files of whole lines, shard
-``i`` holding the lines that start in the ``i``-th part of the input (measured in
-compressed bytes read, interpolated within a block, so a small dump spreads over
-every shard too). The shards are contiguous runs of the dump in its order, so
+``i`` holding the lines that start in the ``i``-th part of the input, measured in
+compressed bytes read and interpolated within a block (so shards are even up to the
+decompressor's read-ahead, which is negligible on a large dump). The shards are contiguous runs of the dump in its order, so
 extracting each one and concatenating the results in shard order gives exactly
 the rows of extracting the whole dump, and ``RowGroupWriter`` makes that the same
 file byte for byte. Shards are ``.jsonl.zst`` (zstd level 1: fast to write, read
