@@ -88,4 +88,3 @@ def build_definitions(
 
 
 defs = build_definitions(executor=executor_from_environment())
-

@@ -1,6 +1,7 @@
-"""A sharded build through Dagster's celery executor: a real celery worker on the machine's
-Redis runs every step, extraction and chain generation split into shards, and the files are
-those of the unsharded in-process build, byte for byte."""
+"""A sharded build through Dagster's celery executor: two real celery workers on the machine's
+Redis run every step, extraction and chain generation split into shards (and chain shards
+into worker processes: ``-P solo`` workers may start them), and the files are those of the
+unsharded in-process build, byte for byte."""
 
 from __future__ import annotations
 
@@ -66,25 +67,36 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
     }
     (tmp_path / "dagster").mkdir()
     log = (tmp_path / "worker.log").open("w")
-    worker = subprocess.Popen(
-        [bin_dir / "celery", "-A", "dagster_celery.app", "-b", BROKER, "--result-backend",
-         BROKER, "worker", "-Q", "dagster", "-c", "2", "--loglevel", "INFO"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    command = [
+        bin_dir / "celery", "-A", "dagster_celery.app", "-b", BROKER, "--result-backend", BROKER,
+        "worker", "-Q", "dagster", "-P", "solo", "--loglevel", "INFO",
+    ]  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [*command, "-n", f"chronoscope{n}@%h"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for n in range(2)
+    ]
     try:
         for selection, partition, ops in BUILD:
-            command = [
+            materialize = [
                 bin_dir / "dagster", "asset", "materialize", "-m",
                 "chronoscope_dagster.definitions", "--select", selection,
                 "--config-json", json.dumps({"ops": ops} if ops else {}),
             ]  # fmt: skip
             if partition:
-                command += ["--partition", partition]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+                materialize += ["--partition", partition]
+            done = subprocess.run(materialize, env=env, capture_output=True, text=True, timeout=600)
             assert done.returncode == 0, done.stderr[-4000:]
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        worker.wait(60)
+        for worker in workers:
+            os.killpg(worker.pid, signal.SIGTERM)
+        for worker in workers:
+            worker.wait(60)
         log.close()
     worker_log = (tmp_path / "worker.log").read_text()
     steps = [

@@ -28,6 +28,7 @@ from chronoscope_dagster.chains.stats import (
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
+from chronoscope_dagster.processes import step_workers
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
@@ -106,12 +107,15 @@ def generate_chain_shard(
     year = context.partition_key
     store = warehouse.warehouse
     config = ChainConfig(**shard.config)
+    workers, reduced = step_workers(config.workers, "chain generation")
+    if reduced:
+        context.log.warning(reduced)
     outputs = generate_families(
         partial(SnapshotFacts.from_warehouse, store, year),
         shard.families,
         config.language,
         config.seed,
-        config.workers,
+        workers or 1,
         Shard(shard.index, shard.count) if shard.count > 1 else None,
     )
     left = {}

@@ -14,6 +14,7 @@ from pydantic import Field
 
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
+from chronoscope_dagster.processes import step_workers
 from chronoscope_dagster.resources import DumpSources, WarehouseResource
 from chronoscope_dagster.warehouse import shard_key
 from chronoscope_dagster.wikidata.download import fetch_dump
@@ -163,6 +164,9 @@ def extract_wikidata_shard(
             last_report[0] = now
             context.log.info(f"snapshot {year}, shard {shard.index}: {report.progress_text()}")
 
+    workers, reduced = step_workers(dump_sources.workers or None, "extraction")
+    if reduced:
+        context.log.warning(reduced)
     parts = store.shard_asset("extraction")
     with (
         store.writing(parts, "claims.parquet", **keys) as claims_path,
@@ -174,7 +178,7 @@ def extract_wikidata_shard(
             claims_path,
             labels_path,
             lifespans_out=lifespans_path,
-            workers=dump_sources.workers or None,
+            workers=workers,
             progress=progress,
         )
     if not report.reconciles:
