@@ -40,7 +40,9 @@ def materialize(
     home: Path, dump: Path, selection: str, ops: dict, executor: str, workers: int, partition=True
 ) -> float:
     config = {
-        "resources": {"dump_sources": {"config": {"dumps": {"2025": str(dump)}, "workers": workers}}},
+        "resources": {
+            "dump_sources": {"config": {"dumps": {"2025": str(dump)}, "workers": workers}}
+        },
         "ops": ops,
     }
     command = [str(DAGSTER), "asset", "materialize", "-m", "chronoscope_dagster.definitions",

@@ -114,8 +114,8 @@ class ExtractedShard:
     report: ExtractionReport
 
 
-EXTRACTED = {"claims": None, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
-"""The assets extraction writes, with their schemas (claims: the property list's)."""
+EXTRACTED = ("claims", "labels", "lifespans")
+"""The assets extraction writes."""
 
 
 @dg.op(ins={"dump": dg.In(dg.Nothing)}, out=dg.DynamicOut(DumpShard))
@@ -209,7 +209,7 @@ def merge_wikidata_shards(
         )
         for e in shards
     ]
-    schemas = {**EXTRACTED, "claims": Extractor().schema}
+    schemas = {"claims": Extractor().schema, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
     for asset, schema in schemas.items():
         with store.writing(asset, snapshot_year=year) as path:
             if len(part_dirs) == 1:
