@@ -22,8 +22,8 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.truth.anchors import Anchor, anchors_table
 
 RANK_SCORE = "CASE rank WHEN 'preferred' THEN 2 WHEN 'normal' THEN 1 ELSE 0 END"
@@ -143,8 +143,7 @@ def write_truth(
     batches = [
         ordered[i : i + anchors_per_query] for i in range(0, len(ordered), anchors_per_query)
     ]
-    with pq.ParquetWriter(path, TRUTH_SCHEMA, compression="zstd") as writer:
-        groups = _RowGroups(writer, ROW_GROUP_ROWS)
+    with RowGroupWriter(path, TRUTH_SCHEMA, ROW_GROUP_ROWS) as groups:
         for batch in [None, *batches]:
             if batch is not None:
                 connection.register("_truth_anchors", anchors_table(batch))
@@ -155,36 +154,8 @@ def write_truth(
                 )
                 for record_batch in connection.sql(sql).to_arrow_reader(ROW_GROUP_ROWS):
                     groups.write(record_batch.cast(TRUTH_SCHEMA))
-        groups.close()
     connection.execute("DROP TABLE _truth_intervals")
     return groups.rows
-
-
-class _RowGroups:
-    """Rows written in groups of exactly ``size`` (the last one shorter) however the
-    queries cut them, so the file's bytes do not depend on how the work was split."""
-
-    def __init__(self, writer: pq.ParquetWriter, size: int):
-        self.writer, self.size = writer, size
-        self.pending: list[pa.RecordBatch] = []
-        self.pending_rows = self.rows = 0
-
-    def write(self, batch: pa.RecordBatch) -> None:
-        self.pending.append(batch)
-        self.pending_rows += batch.num_rows
-        self.rows += batch.num_rows
-        while self.pending_rows >= self.size:
-            self._flush(self.size)
-
-    def close(self) -> None:
-        if self.pending_rows:
-            self._flush(self.pending_rows)
-
-    def _flush(self, rows: int) -> None:
-        table = pa.Table.from_batches(self.pending, schema=self.pending[0].schema)
-        self.writer.write_table(table.slice(0, rows).combine_chunks(), row_group_size=rows)
-        rest = table.slice(rows)
-        self.pending, self.pending_rows = rest.to_batches(), rest.num_rows
 
 
 def subject_ranges(

@@ -27,9 +27,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
     LIFESPAN_DROPS,
@@ -42,7 +40,6 @@ from chronoscope_dagster.wikidata.extract import (
 
 DUMP_SUFFIXES = (".json.gz", ".json.bz2", ".jsonl.zst", ".json.zst", ".jsonl", ".json")
 BLOCK_BYTES = 4 << 20
-ROW_GROUP_ROWS = 1 << 17
 # With the worker count left automatic, an input whose (compressed) size times this is
 # below one block is parsed in process: starting workers would cost more than the parse.
 SMALL_INPUT_RATIO = 8
@@ -338,44 +335,6 @@ def _results(
                 in_flight.append((pool.submit(_extract_block, bytes(block)), None))
         while in_flight:
             yield in_flight.popleft()[0].result()
-
-
-class RowGroupWriter:
-    """A Parquet file written in row groups of ``ROW_GROUP_ROWS`` rows whatever the tables it is
-    handed, so its bytes depend only on the rows in order: a dump extracted in one piece and
-    the same dump extracted in shards and concatenated give the same file."""
-
-    def __init__(self, path: Path, schema: pa.Schema, row_group_rows: int = ROW_GROUP_ROWS):
-        self._writer = pq.ParquetWriter(path, schema, compression="zstd")
-        self._row_group_rows = row_group_rows
-        self._pending: list[pa.Table] = []
-        self._pending_rows = 0
-
-    def write(self, table: pa.Table) -> None:
-        if not table.num_rows:
-            return
-        self._pending.append(table)
-        self._pending_rows += table.num_rows
-        while self._pending_rows >= self._row_group_rows:
-            pending = pa.concat_tables(self._pending)
-            self._write_group(pending.slice(0, self._row_group_rows))
-            rest = pending.slice(self._row_group_rows)
-            self._pending, self._pending_rows = [rest], rest.num_rows
-
-    def close(self) -> None:
-        if self._pending_rows:
-            self._write_group(pa.concat_tables(self._pending))
-        self._pending, self._pending_rows = [], 0
-        self._writer.close()
-
-    def __enter__(self) -> RowGroupWriter:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def _write_group(self, rows: pa.Table) -> None:
-        self._writer.write_table(rows.combine_chunks(), row_group_size=len(rows))
 
 
 class _BlockRing:

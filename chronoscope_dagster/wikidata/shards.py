@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.wikidata.reader import (
     BLOCK_BYTES,
     ExtractionReport,
-    RowGroupWriter,
     dump_files,
     line_blocks,
 )
