@@ -208,7 +208,6 @@ def _plan_config(config: dict) -> dict:
     outs={
         f"family_{family}": dg.AssetOut(
             dagster_type=dg.Nothing,
-            group_name="chains",
             kinds={"python", "parquet"},
             owners=["team:chronoscope"],
             description=" ".join((family_module(family).__doc__ or "").split()),
@@ -219,6 +218,7 @@ def _plan_config(config: dict) -> dict:
         name: dg.AssetIn(dagster_type=dg.Nothing)
         for name in ("truth", "fact_intervals", "labels", "lifespans", "present_day")
     },
+    group_name="chains",
     partitions_def=snapshot_year_partitions,
     can_subset=True,
     config=dg.ConfigMapping(config_fn=_plan_config, config_schema=ChainConfig.to_config_schema()),

@@ -289,7 +289,6 @@ def _shard_config(config: dict) -> dict:
     outs={
         "claims": dg.AssetOut(
             dagster_type=dg.Nothing,
-            group_name="ingest",
             kinds={"parquet", "duckdb"},
             owners=["team:chronoscope"],
             description=(
@@ -304,7 +303,6 @@ def _shard_config(config: dict) -> dict:
         ),
         "labels": dg.AssetOut(
             dagster_type=dg.Nothing,
-            group_name="ingest",
             kinds={"parquet", "duckdb"},
             owners=["team:chronoscope"],
             description=(
@@ -314,7 +312,6 @@ def _shard_config(config: dict) -> dict:
         ),
         "lifespans": dg.AssetOut(
             dagster_type=dg.Nothing,
-            group_name="ingest",
             kinds={"parquet", "duckdb"},
             owners=["team:chronoscope"],
             description=(
@@ -326,6 +323,7 @@ def _shard_config(config: dict) -> dict:
         ),
     },
     ins={"wikidata_dump": dg.AssetIn(dagster_type=dg.Nothing)},
+    group_name="ingest",
     partitions_def=snapshot_year_partitions,
     config=dg.ConfigMapping(
         config_fn=_shard_config, config_schema=DumpShardConfig.to_config_schema()
