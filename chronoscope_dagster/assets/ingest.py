@@ -233,7 +233,8 @@ def merge_wikidata_shards(
     }
     context.log.info(
         f"snapshot {year}: {report.get('statements_kept'):,} statements kept from "
-        f"{report.get('items'):,} items in {report.seconds:.1f} s ({len(shards)} shards)"
+        f"{report.get('items'):,} items in {report.seconds:.1f} s"
+        + (f" over {len(shards)} shards" if len(shards) > 1 else "")
     )
     yield dg.Output(
         None,
