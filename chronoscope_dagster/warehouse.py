@@ -32,6 +32,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from chronoscope_dagster.parquet import RowGroupWriter
+
 DEFAULT_HOME = ".chronoscope"
 DATA_FILE = "data.parquet"
 REPORT_FILE = "report.json"
@@ -72,6 +74,9 @@ VIEW_ALIASES = {
     "probe_results": "probe_runs",
 }
 """The view names of DESIGN.md's command-line contract where they differ from the asset's."""
+
+
+QUERY_ROW_GROUP_ROWS = 1 << 16
 
 
 def default_home() -> Path:
@@ -282,17 +287,16 @@ def write_query(
 ) -> int:
     """Stream a query's rows, in its order, into one Parquet file; return the row count.
 
-    pyarrow writes the file (not DuckDB's parallel writer), so the bytes depend only on
-    the rows: the same inputs give an identical file.
+    pyarrow writes the file (not DuckDB's parallel writer) in row groups of a fixed size, so
+    the bytes depend only on the rows: the same rows give an identical file, whatever query
+    (a whole table, or sorted parts of it) gave them.
     """
-    reader = connection.sql(sql).to_arrow_reader(1 << 16)
+    reader = connection.sql(sql).to_arrow_reader(QUERY_ROW_GROUP_ROWS)
     schema = schema or reader.schema
-    rows = 0
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
+    with RowGroupWriter(path, schema, QUERY_ROW_GROUP_ROWS) as writer:
         for batch in reader:
-            writer.write_batch(batch.cast(schema) if batch.schema != schema else batch)
-            rows += batch.num_rows
-    return rows
+            writer.write(batch.cast(schema) if batch.schema != schema else batch)
+    return writer.rows
 
 
 def parquet_source(path: Path) -> str:

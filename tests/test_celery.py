@@ -1,7 +1,7 @@
 """A sharded build through Dagster's celery executor: two real celery workers on the machine's
-Redis run every step, extraction and chain generation split into shards (and chain shards
-into worker processes: ``-P solo`` workers may start them), and the files are those of the
-unsharded in-process build, byte for byte."""
+Redis run every step, extraction, intervals, truth and chain generation split into shards
+(and chain shards into worker processes: ``-P solo`` workers may start them), and the files
+and the counts are those of the unsharded in-process build, byte for byte."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ BUILD = [
     (
         "wikidata_dump,claims,labels,lifespans,fact_intervals,truth",
         YEAR,
-        {"claims_and_labels": {"config": {"shards": SHARDS}}},
+        {
+            "claims_and_labels": {"config": {"shards": SHARDS}},
+            "fact_intervals": {"config": {"shards": SHARDS}},
+            "truth": {"config": {"shards": 2}},
+        },
     ),
     ("present_day", None, {}),
     (
@@ -101,6 +105,8 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
     worker_log = (tmp_path / "worker.log").read_text()
     steps = [
         *(f"claims_and_labels.extract_wikidata_shard[shard_{i}]" for i in range(SHARDS)),
+        *(f"fact_intervals.fact_intervals_shard[shard_{i}]" for i in range(SHARDS)),
+        *(f"truth.truth_shard[shard_{i}]" for i in range(2)),
         *(f"chain_families.generate_chain_shard[shard_{i}]" for i in range(SHARDS)),
         "claims_and_labels.merge_wikidata_shards",
         "chain_families.merge_chain_shards",
@@ -115,3 +121,6 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
     assert len(sharded) == 5 + len(FAMILIES) + 1
     assert {name for name in sharded if sharded[name] != unsharded[name]} == set()
     assert not (tmp_path / "data" / "shards").exists(), "merged parts are removed"
+    for asset in ("fact_intervals", "truth", *(f"family_{family}" for family in FAMILIES)):
+        report = Path(asset, f"snapshot_year={YEAR}", "report.json")
+        assert (tmp_path / "data" / report).read_text() == (sample_home[0] / report).read_text()

@@ -1,7 +1,13 @@
 """Truth: validity intervals, anchored truth tables, present-day answers."""
 
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import dagster as dg
+import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
+from pydantic import Field
 
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.markdown import markdown_table
@@ -9,37 +15,123 @@ from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
 from chronoscope_dagster.truth import intervals as intervals_module
 from chronoscope_dagster.truth import table as truth_module
-from chronoscope_dagster.truth.intervals import build_intervals
-from chronoscope_dagster.truth.table import present_day_sql, write_truth
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
+from chronoscope_dagster.truth.intervals import INTERVAL_ORDER, IntervalCounts, build_intervals
+from chronoscope_dagster.truth.table import (
+    TRUTH_ORDER,
+    TRUTH_SCHEMA,
+    present_day_sql,
+    write_truth,
+)
+from chronoscope_dagster.warehouse import (
+    Warehouse,
+    parquet_source,
+    shard_key,
+    sql_string,
+    write_query,
+)
 
 
 def _rules(doc: str | None) -> str:
     return " ".join(line.strip() for line in (doc or "").strip().splitlines())
 
 
-@dg.asset(
-    partitions_def=snapshot_year_partitions,
-    deps=["claims"],
-    group_name="truth",
-    kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
-    pool="duckdb_writer",
-    description=_rules(intervals_module.__doc__),
-)
-def fact_intervals(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, duckdb: DuckDBResource
-) -> dg.MaterializeResult:
+class SubjectShardConfig(dg.Config):
+    shards: int = Field(
+        default=1,
+        ge=1,
+        description="Steps the stage is split into, by a hash of the subject (a subject's "
+        "facts decide only its own rows), merged in the table's order; the output is the same "
+        "for any number. 1 runs it as one DuckDB step.",
+    )
+
+
+@dataclass(frozen=True)
+class SubjectShard:
+    index: int
+    count: int
+
+    @property
+    def key(self) -> str:
+        return shard_key(self.index, self.count)
+
+    def rows_of(self, source: str) -> str:
+        """SQL for the rows of ``source`` (a relation with ``subject_qid``) in this shard."""
+        if self.count == 1:
+            return source
+        return f"(SELECT * FROM {source} WHERE hash(subject_qid) % {self.count} = {self.index})"
+
+
+@dg.op(ins={"upstream": dg.In(dg.Nothing)}, out=dg.DynamicOut(SubjectShard))
+def plan_subject_shards(config: SubjectShardConfig) -> Iterator[dg.DynamicOutput[SubjectShard]]:
+    for index in range(config.shards):
+        yield dg.DynamicOutput(SubjectShard(index, config.shards), mapping_key=f"shard_{index}")
+
+
+def _shards_config(plan: str):
+    def mapping(config: dict) -> dict:
+        return {plan: {"config": config}}
+
+    return dg.ConfigMapping(config_fn=mapping, config_schema=SubjectShardConfig.to_config_schema())
+
+
+def _merged_parts(
+    store: Warehouse, asset: str, year: str, shards: list[SubjectShard], order: str, schema=None
+) -> int:
+    """The parts of ``asset``'s shards as its file, in ``order``; its rows. One part is
+    renamed into place (the same bytes)."""
+    parts = [
+        store.data_path(store.shard_asset(asset), snapshot_year=year, shard=shard.key)
+        for shard in sorted(shards, key=lambda shard: shard.index)
+    ]
+    with store.writing(asset, snapshot_year=year) as path:
+        if len(parts) == 1:
+            os.replace(parts[0], path)
+            rows = pq.ParquetFile(path).metadata.num_rows
+        else:
+            sources = ", ".join(sql_string(str(part)) for part in parts)
+            with store.connect() as connection:
+                rows = write_query(
+                    connection,
+                    f"SELECT * FROM read_parquet([{sources}], hive_partitioning = false) "
+                    f"ORDER BY {order}",
+                    path,
+                    schema,
+                )
+    store.drop_shards(asset, snapshot_year=year)
+    return rows
+
+
+@dg.op
+def fact_intervals_shard(
+    context: dg.OpExecutionContext, shard: SubjectShard, warehouse: WarehouseResource
+) -> tuple[SubjectShard, IntervalCounts]:
     year = context.partition_key
     store = warehouse.warehouse
     with store.connect() as connection:
         claims = parquet_source(store.data_path("claims", snapshot_year=year))
-        counts = build_intervals(connection, claims, "fact_intervals")
-        with store.writing("fact_intervals", snapshot_year=year) as path:
-            rows = write_query(connection, "SELECT * FROM fact_intervals", path)
+        counts = build_intervals(connection, shard.rows_of(claims), "fact_intervals")
+        parts = store.shard_asset("fact_intervals")
+        with store.writing(parts, snapshot_year=year, shard=shard.key) as path:
+            write_query(connection, "SELECT * FROM fact_intervals", path)
+    return shard, counts
+
+
+@dg.op(out=dg.Out(dg.Nothing), pool="duckdb_writer")
+def merge_fact_intervals(
+    context: dg.OpExecutionContext,
+    parts: list[tuple[SubjectShard, IntervalCounts]],
+    warehouse: WarehouseResource,
+    duckdb: DuckDBResource,
+) -> Iterator[dg.Output]:
+    year = context.partition_key
+    store = warehouse.warehouse
+    shards = [shard for shard, _ in parts]
+    rows = _merged_parts(store, "fact_intervals", year, shards, INTERVAL_ORDER)
+    counts = IntervalCounts.combined([counts for _, counts in parts])
     store.write_report("fact_intervals", counts.__dict__, snapshot_year=year)
     warehouse.refresh_views(duckdb)
-    return dg.MaterializeResult(
+    yield dg.Output(
+        None,
         metadata={
             "dagster/row_count": rows,
             "statements": counts.statements,
@@ -49,34 +141,55 @@ def fact_intervals(
                 markdown_table(["time source", "statements"], sorted(counts.by_source.items()))
             ),
             "by_end_precision": dg.MetadataValue.json(counts.by_end_precision),
-        }
+            "shards": len(shards),
+        },
     )
 
 
-@dg.asset(
+@dg.graph_asset(
+    ins={"claims": dg.AssetIn(dagster_type=dg.Nothing)},
     partitions_def=snapshot_year_partitions,
-    deps=["fact_intervals"],
     group_name="truth",
     kinds={"duckdb", "parquet"},
     owners=["team:chronoscope"],
-    pool="duckdb_writer",
-    description=_rules(truth_module.__doc__)
-    + " Anchors: the quarterly day anchors of the snapshot year and one whole-year anchor per "
-    "year from 1950 (configurable through the anchor_calendar resource).",
+    description=_rules(intervals_module.__doc__),
+    config=_shards_config("plan_subject_shards"),
 )
-def truth(
-    context: dg.AssetExecutionContext,
+def fact_intervals(claims):
+    return merge_fact_intervals(plan_subject_shards(claims).map(fact_intervals_shard).collect())
+
+
+@dg.op
+def truth_shard(
+    context: dg.OpExecutionContext,
+    shard: SubjectShard,
     warehouse: WarehouseResource,
     anchor_calendar: AnchorCalendar,
-    duckdb: DuckDBResource,
-) -> dg.MaterializeResult:
+) -> SubjectShard:
     year = context.partition_key
     store = warehouse.warehouse
     anchors = anchor_calendar.anchors(int(year))
     with store.connect() as connection:
         intervals = parquet_source(store.data_path("fact_intervals", snapshot_year=year))
-        with store.writing("truth", snapshot_year=year) as path:
-            rows = write_truth(connection, intervals, anchors, path)
+        parts = store.shard_asset("truth")
+        with store.writing(parts, snapshot_year=year, shard=shard.key) as path:
+            write_truth(connection, shard.rows_of(intervals), anchors, path)
+    return shard
+
+
+@dg.op(out=dg.Out(dg.Nothing), pool="duckdb_writer")
+def merge_truth(
+    context: dg.OpExecutionContext,
+    shards: list[SubjectShard],
+    warehouse: WarehouseResource,
+    anchor_calendar: AnchorCalendar,
+    duckdb: DuckDBResource,
+) -> Iterator[dg.Output]:
+    year = context.partition_key
+    store = warehouse.warehouse
+    anchors = anchor_calendar.anchors(int(year))
+    rows = _merged_parts(store, "truth", year, shards, TRUTH_ORDER, TRUTH_SCHEMA)
+    with store.connect() as connection:
         summary = connection.execute(
             f"""SELECT anchor_scope, count(*) AS rows, sum(n_values) AS values,
                        count_if(n_values > 1) AS multi_valued,
@@ -86,7 +199,8 @@ def truth(
         ).fetchall()
     store.write_report("truth", {"anchors": [a.key for a in anchors]}, snapshot_year=year)
     warehouse.refresh_views(duckdb)
-    return dg.MaterializeResult(
+    yield dg.Output(
+        None,
         metadata={
             "dagster/row_count": rows,
             "anchors": len(anchors),
@@ -96,8 +210,24 @@ def truth(
                     summary,
                 )
             ),
-        }
+            "shards": len(shards),
+        },
     )
+
+
+@dg.graph_asset(
+    ins={"fact_intervals": dg.AssetIn(dagster_type=dg.Nothing)},
+    partitions_def=snapshot_year_partitions,
+    group_name="truth",
+    kinds={"duckdb", "parquet"},
+    owners=["team:chronoscope"],
+    description=_rules(truth_module.__doc__)
+    + " Anchors: the quarterly day anchors of the snapshot year and one whole-year anchor per "
+    "year from 1950 (configurable through the anchor_calendar resource).",
+    config=_shards_config("plan_subject_shards"),
+)
+def truth(fact_intervals):
+    return merge_truth(plan_subject_shards(fact_intervals).map(truth_shard).collect())
 
 
 @dg.asset(

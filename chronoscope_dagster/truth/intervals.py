@@ -32,6 +32,7 @@ bound is open):
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import duckdb
@@ -133,6 +134,34 @@ class IntervalCounts:
     by_source: dict[str, int]
     by_end_precision: dict[str, int]
 
+    @classmethod
+    def combined(cls, parts: list[IntervalCounts]) -> IntervalCounts:
+        """The counts of intervals built in parts (shards of the subjects)."""
+
+        def summed(name: str) -> dict[str, int]:
+            total: Counter[str] = Counter()
+            for part in parts:
+                total.update(getattr(part, name))
+            keys = sorted(
+                {key for part in parts for key in getattr(part, name)},
+                key=lambda key: (key is None, key or ""),
+            )
+            return {key: total[key] for key in keys}
+
+        return cls(
+            statements=sum(part.statements for part in parts),
+            kept=sum(part.kept for part in parts),
+            dropped={reason: summed("dropped").get(reason, 0) for reason in INTERVAL_DROPS},
+            by_source=summed("by_source"),
+            by_end_precision={
+                name: summed("by_end_precision").get(name, 0) for name in END_PRECISIONS
+            },
+        )
+
+
+INTERVAL_ORDER = "subject_qid, pid, value_qid, statement_id, valid_from NULLS FIRST"
+"""The order of the intervals table (a subject's rows together)."""
+
 
 def build_intervals(
     connection: duckdb.DuckDBPyConnection, claims: str, target: str = "fact_intervals"
@@ -142,7 +171,7 @@ def build_intervals(
     connection.execute(
         f"""CREATE OR REPLACE TEMP TABLE {target} AS
         SELECT * EXCLUDE (drop_reason, end_precision) FROM _intervals_all WHERE drop_reason IS NULL
-        ORDER BY subject_qid, pid, value_qid, statement_id, valid_from NULLS FIRST"""
+        ORDER BY {INTERVAL_ORDER}"""
     )
     total = connection.execute("SELECT count(*) FROM _intervals_all").fetchone()[0]
     dropped = dict(

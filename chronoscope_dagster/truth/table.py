@@ -104,6 +104,8 @@ def truth_sql(intervals: str, anchors: str | None) -> str:
 
 
 ROW_GROUP_ROWS = 1 << 16
+TRUTH_ORDER = "anchor NULLS FIRST, subject_qid, pid"
+"""The order of the truth table: timeless rows (no anchor) first, then by anchor key."""
 BYTES_PER_ROW_ANCHOR = 128
 """Memory a truth query takes per interval row and anchor it joins, with a margin over
 what was measured (4M statements at 8 anchors a query ran within 1.5 GB, not within 1 GB)."""
