@@ -8,11 +8,11 @@ Builds snapshot 2025 from DUMP twice with `dagster asset materialize`:
   chain step with 2 worker processes (what `chronoscope run --workers 2 --chain-workers 2`
   does);
 - *sharded*: the multiprocess executor, the dump cut into N shards extracted by N steps of
-  1 worker each, and N chain steps of 1 process each, side by side.
+  1 worker each, N interval and N truth steps, and N chain steps of 1 process each.
 
-The upstream of the families (intervals, truth, present day) is built once, in process, and
-copied. Prints each stage's wall time with its checks beside `gzip -dc` of the same file,
-and whether every output file of the two builds is byte-identical.
+Each DuckDB step uses CHRONOSCOPE_DUCKDB_THREADS threads (default one per core). Prints each
+stage's wall time, with its checks, beside `gzip -dc` of the same file, and whether every
+output file of the two builds is byte-identical.
 """
 
 from __future__ import annotations
@@ -85,10 +85,13 @@ def main() -> int:
     shard_ops = {"claims_and_labels": {"config": {"shards": shards}}}
     seconds = materialize(sharded, dump, EXTRACTION, shard_ops, "multiprocess", 1)
     rows.append((f"extraction, {shards} shard steps x 1 worker, multiprocess", seconds))
-    materialize(whole, dump, UPSTREAM, {}, "in_process", 2)
-    materialize(whole, dump, "present_day", {}, "in_process", 2, partition=False)
-    for asset in ("fact_intervals", "truth", "present_day"):
-        shutil.copytree(whole / "data" / asset, sharded / "data" / asset, dirs_exist_ok=True)
+    seconds = materialize(whole, dump, UPSTREAM, {}, "in_process", 2)
+    rows.append(("intervals + truth, 1 DuckDB step each, in process", seconds))
+    truth_ops = {asset: {"config": {"shards": shards}} for asset in ("fact_intervals", "truth")}
+    seconds = materialize(sharded, dump, UPSTREAM, truth_ops, "multiprocess", 1)
+    rows.append((f"intervals + truth, {shards} shard steps each, multiprocess", seconds))
+    for home in (whole, sharded):
+        materialize(home, dump, "present_day", {}, "in_process", 2, partition=False)
     chain_ops = {"chain_families": {"config": {"workers": 2}}}
     seconds = materialize(whole, dump, FAMILIES, chain_ops, "in_process", 2)
     rows.append(("families, 1 step x 2 workers, in process", seconds))
