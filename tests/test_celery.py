@@ -110,7 +110,7 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
         *(f"chain_families.generate_chain_shard[shard_{i}]" for i in range(SHARDS)),
         "claims_and_labels.merge_wikidata_shards",
         "chain_families.merge_chain_shards",
-        "truth",
+        "truth.merge_truth",
         "present_day",
     ]
     for step in steps:
