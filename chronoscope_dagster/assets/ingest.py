@@ -107,6 +107,10 @@ class DumpShard:
     count: int
     path: str
 
+    @property
+    def key(self) -> str:
+        return shard_key(self.index, self.count)
+
 
 @dataclass(frozen=True)
 class ExtractedShard:
@@ -129,11 +133,14 @@ def split_wikidata_dump(
     if config.shards == 1:
         yield dg.DynamicOutput(DumpShard(0, 1, str(dump)), mapping_key="shard_0")
         return
+    log = _throttled_log(context)
     split = split_dump(
         dump,
         store.partition_dir(store.shard_asset("wikidata_dump"), snapshot_year=year),
         config.shards,
-        progress=_progress_log(context, f"snapshot {year}: split", "bytes read"),
+        progress=lambda done, total: log(
+            lambda: f"snapshot {year}: split: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB read"
+        ),
     )
     context.log.info(
         f"snapshot {year}: cut into {config.shards} shards in {split.seconds:.1f} s "
@@ -155,14 +162,11 @@ def extract_wikidata_shard(
     """Claims, labels and lifespans of one shard of the dump, as parts to be concatenated."""
     year = context.partition_key
     store = warehouse.warehouse
-    keys = {"snapshot_year": year, "shard": shard_key(shard.index, shard.count)}
-    last_report = [time.monotonic()]
+    keys = {"snapshot_year": year, "shard": shard.key}
+    log = _throttled_log(context)
 
     def progress(report: ExtractionReport) -> None:
-        now = time.monotonic()
-        if now - last_report[0] >= PROGRESS_SECONDS:
-            last_report[0] = now
-            context.log.info(f"snapshot {year}, shard {shard.index}: {report.progress_text()}")
+        log(lambda: f"snapshot {year}, shard {shard.index}: {report.progress_text()}")
 
     workers, reduced = step_workers(dump_sources.workers or None, "extraction")
     if reduced:
@@ -204,10 +208,8 @@ def merge_wikidata_shards(
     shards = sorted(shards, key=lambda extracted: extracted.shard.index)
     parts = store.shard_asset("extraction")
     part_dirs = [
-        store.partition_dir(
-            parts, snapshot_year=year, shard=shard_key(e.shard.index, e.shard.count)
-        )
-        for e in shards
+        store.partition_dir(parts, snapshot_year=year, shard=extracted.shard.key)
+        for extracted in shards
     ]
     schemas = {"claims": Extractor().schema, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
     for asset, schema in schemas.items():
@@ -336,18 +338,18 @@ def claims_and_labels(wikidata_dump):
     return merge_wikidata_shards(extracted)
 
 
-def _progress_log(
-    context: dg.OpExecutionContext, prefix: str, unit: str
-) -> Callable[[int, int], None]:
+def _throttled_log(context: dg.OpExecutionContext) -> Callable[[Callable[[], str]], None]:
+    """Logs the message it is given at most every ``PROGRESS_SECONDS``, the first after that
+    long (the message is built only when logged)."""
     last_report = [time.monotonic()]
 
-    def progress(done: int, total: int) -> None:
+    def log(message: Callable[[], str]) -> None:
         now = time.monotonic()
         if now - last_report[0] >= PROGRESS_SECONDS:
             last_report[0] = now
-            context.log.info(f"{prefix}: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB {unit}")
+            context.log.info(message())
 
-    return progress
+    return log
 
 
 def _pid_order(item: tuple[str, int]) -> int:

@@ -137,25 +137,22 @@ class IntervalCounts:
     @classmethod
     def combined(cls, parts: list[IntervalCounts]) -> IntervalCounts:
         """The counts of intervals built in parts (shards of the subjects)."""
-
-        def summed(name: str) -> dict[str, int]:
-            total: Counter[str] = Counter()
-            for part in parts:
-                total.update(getattr(part, name))
-            keys = sorted(
-                {key for part in parts for key in getattr(part, name)},
-                key=lambda key: (key is None, key or ""),
-            )
-            return {key: total[key] for key in keys}
-
+        dropped: Counter[str] = Counter()
+        by_source: Counter[str] = Counter()
+        by_end_precision: Counter[str] = Counter()
+        for part in parts:
+            dropped.update(part.dropped)
+            by_source.update(part.by_source)
+            by_end_precision.update(part.by_end_precision)
         return cls(
             statements=sum(part.statements for part in parts),
             kept=sum(part.kept for part in parts),
-            dropped={reason: summed("dropped").get(reason, 0) for reason in INTERVAL_DROPS},
-            by_source=summed("by_source"),
-            by_end_precision={
-                name: summed("by_end_precision").get(name, 0) for name in END_PRECISIONS
+            dropped={reason: dropped[reason] for reason in INTERVAL_DROPS},
+            by_source={
+                source: by_source[source]
+                for source in sorted(by_source, key=lambda key: (key is None, key or ""))
             },
+            by_end_precision={name: by_end_precision[name] for name in END_PRECISIONS},
         )
 
 
