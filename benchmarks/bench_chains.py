@@ -22,8 +22,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES, family_module
+from chronoscope_dagster.chains.reach import table_facts
 from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -110,7 +110,7 @@ def main() -> int:
     for rows in args.rows:
         truth, labels = synthetic_truth(rows)
         started = time.perf_counter()
-        facts = SnapshotFacts(2025, truth, labels, intervals=synthetic_intervals(truth))
+        facts = table_facts(2025, truth, labels, intervals=synthetic_intervals(truth))
         index_seconds = time.perf_counter() - started
         print(f"\n{truth.num_rows:,} truth rows; indexing {index_seconds:.1f} s")
         total_chains, total_seconds = 0, index_seconds

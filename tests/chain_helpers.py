@@ -7,7 +7,8 @@ from datetime import date
 
 import pyarrow as pa
 
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
+from chronoscope_dagster.chains.reach import table_facts
 from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 
 Row = tuple[str | None, str, str, list[str]]
@@ -68,10 +69,12 @@ def facts_from_rows(
     intervals: pa.Table | None = None,
     lifespans: dict[str, tuple[str | None, str | None]] | None = None,
     present: dict[tuple[str, str], list[str]] | None = None,
+    shard: Shard | None = None,
 ) -> SnapshotFacts:
     """Facts from (anchor, subject, pid, values) truth rows (the first value canonical) and
     labels given as ``{qid: label}`` or ``{qid: (label, description)}``; the intervals say
-    what the rows say unless given; ``present``: today's values by (subject, pid)."""
+    what the rows say unless given; ``present``: today's values by (subject, pid); ``shard``:
+    index what the chains rooted in it reach."""
     rows = list(rows)
     anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
     truth = pa.table(
@@ -99,13 +102,14 @@ def facts_from_rows(
             "value_qids": pa.array(list((present or {}).values()), pa.list_(pa.string())),
         }
     )
-    return SnapshotFacts(
+    return table_facts(
         2025,
         truth,
         labels,
         present_day,
         intervals=intervals if intervals is not None else intervals_of_rows(rows),
         lifespan_rows=lifespans_table(lifespans or {}),
+        shard=shard,
     )
 
 

@@ -81,7 +81,7 @@ def sample_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def sample_facts(sample_home):
     """The 2025 snapshot of the embedded sample, indexed for chain generation."""
-    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
-    return SnapshotFacts.from_warehouse(Warehouse(sample_home[0]), "2025")
+    return warehouse_facts(Warehouse(sample_home[0]), "2025")

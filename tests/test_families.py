@@ -82,38 +82,44 @@ def test_a_pronoun_fits_what_the_subject_is(sample_facts, all_chains, family):
 def test_families_of_one_index_equal_families_each_on_its_own(sample_home):
     """The families asset indexes a snapshot once for all families: each family's chains and
     refusal counts are those of an index built for it alone."""
-    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_family
     from chronoscope_dagster.warehouse import Warehouse
 
     store = Warehouse(sample_home[0])
-    shared = SnapshotFacts.from_warehouse(store, "2024")
+    shared = warehouse_facts(store, "2024")
     templates = default_templates()
     outputs = {family: generate_family(shared, family, templates, 3) for family in FAMILIES}
     assert not shared.drops, "the shared index counts nothing itself"
     for family in ("carryover", "cross_entity_then", "bridged_multi_pid"):
-        alone = generate_family(SnapshotFacts.from_warehouse(store, "2024"), family, templates, 3)
+        alone = generate_family(warehouse_facts(store, "2024"), family, templates, 3)
         assert outputs[family].table.equals(alone.table)
         assert outputs[family].scopes_refused == alone.scopes_refused
         assert outputs[family].scopes_refused, f"{family} refuses some scope on the sample"
 
 
-def test_subject_shards_split_every_family_by_its_first_subject(sample_facts):
-    """Chains generated from each subject-hash shard are the chains whose turn 1 asks about
-    one of its subjects, and together they are the whole family: shards change nothing."""
+def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sample_facts):
+    """Chains generated from the index of what one subject-hash shard reaches are the chains
+    whose turn 1 asks about one of its subjects, with the same refusals, and together they
+    are the whole family: shards change nothing. Each shard indexes fewer subjects."""
     from chronoscope_dagster.chains.facts import Shard
+    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_family, rooted_in
+    from chronoscope_dagster.warehouse import Warehouse
 
     templates = default_templates()
+    shards = [
+        warehouse_facts(Warehouse(sample_home[0]), "2025", Shard(index, 3)) for index in range(3)
+    ]
+    assert all(len(facts.golds) < len(sample_facts.golds) for facts in shards)
     for family in FAMILIES:
-        whole = generate_family(sample_facts, family, templates, 5).table
-        parts = []
-        for index in range(3):
-            shard = Shard(index, 3)
-            part = generate_family(sample_facts, family, templates, 5, shard).table
-            assert part.equals(rooted_in(whole, shard)), (family, index)
-            parts.append(part.num_rows)
-        assert sum(parts) == whole.num_rows and min(parts) > 0, (family, parts)
+        whole = generate_family(sample_facts, family, templates, 5)
+        parts = [generate_family(facts, family, templates, 5) for facts in shards]
+        for facts, part in zip(shards, parts, strict=True):
+            assert part.table.equals(rooted_in(whole.table, facts.shard)), family
+        assert frozenset().union(*(part.refused for part in parts)) == whole.refused, family
+        rows = [part.table.num_rows for part in parts]
+        assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)
 
 
 def test_families_from_several_workers_equal_one_process(sample_home):
@@ -124,7 +130,7 @@ def test_families_from_several_workers_equal_one_process(sample_home):
 
     import pyarrow.parquet as pq
 
-    from chronoscope_dagster.chains.facts import SnapshotFacts
+    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_families
     from chronoscope_dagster.warehouse import Warehouse
 
@@ -133,7 +139,7 @@ def test_families_from_several_workers_equal_one_process(sample_home):
         pq.write_table(table, buffer, compression="zstd")
         return buffer.getvalue()
 
-    loader = partial(SnapshotFacts.from_warehouse, Warehouse(sample_home[0]), "2023")
+    loader = partial(warehouse_facts, Warehouse(sample_home[0]), "2023")
     alone = dict(generate_families(loader, FAMILIES, "en", 11))
     shared = dict(generate_families(loader, FAMILIES, "en", 11, workers=2))
     for family in FAMILIES:
@@ -146,12 +152,11 @@ def test_families_from_several_workers_equal_one_process(sample_home):
     assert any(alone[family].scopes_refused for family in FAMILIES)
 
 
-def _two_years_of_one_head() -> SnapshotFacts:
-    from tests.chain_helpers import facts_of_one_subject
+def _two_years_of_one_head(shard) -> SnapshotFacts:
+    from tests.chain_helpers import facts_from_rows
 
-    return facts_of_one_subject(
-        {2010: ["Q2"], 2011: ["Q3"]}, {"Q1": "Ruritania", "Q2": "Ann", "Q3": "Bo"}
-    )
+    rows = [("2010", "Q1", "P6", ["Q2"]), ("2011", "Q1", "P6", ["Q3"])]
+    return facts_from_rows(rows, {"Q1": "Ruritania", "Q2": "Ann", "Q3": "Bo"}, shard=shard)
 
 
 def test_workers_merge_a_family_that_yields_nothing():

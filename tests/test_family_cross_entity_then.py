@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import cross_entity_then
 from chronoscope_dagster.chains.families.cross_entity_then import RELATIONS
 from chronoscope_dagster.chains.templates import default_templates
@@ -152,3 +152,26 @@ def test_related_subjects_tried_are_bounded_and_never_named_with_numbers(monkeyp
         assert chains and not [q for q in tried if DIGIT.search(facts.subject_name(q) or "")]
         counts[size] = len(tried)
     assert counts[1200] <= 4.5 * counts[300]
+
+
+def test_blocks_of_a_large_group_are_the_same_in_every_shard():
+    """A shard indexes only the blocks of holders its roots draw from (``chains.reach``); its
+    chains are the whole snapshot's chains rooted in it, so shards change nothing."""
+    rows, names = _members(1200)
+    names |= {"Q9": "Nobody"}
+    today = {(row[1], "P6"): ["Q9"] for row in rows}
+    templates = default_templates()
+    whole = facts_from_rows(rows, names, present=today)
+    assert whole.holders[("P463", "Q50", "2001")].size > 4 * cross_entity_then.MAX_RELATED
+    expected = list(cross_entity_then.generate(whole, templates, 0))
+    parts = []
+    for index in range(3):
+        shard = Shard(index, 3)
+        facts = facts_from_rows(rows, names, present=today, shard=shard)
+        assert len(facts.pids_by_subject) < len(whole.pids_by_subject)
+        parts += cross_entity_then.generate(facts, templates, 0)
+    assert expected and sorted(parts, key=_root) == expected
+
+
+def _root(chain) -> int:
+    return int(chain.turns[0].subject_qid[1:])

@@ -14,10 +14,11 @@ from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
 from chronoscope_dagster.chains.evidence import DROP_REASONS
-from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
+from chronoscope_dagster.chains.reach import warehouse_facts
 from chronoscope_dagster.chains.records import generate_families, merged_turns
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
@@ -43,15 +44,16 @@ class ChainConfig(dg.Config):
         ge=1,
         description="Steps a snapshot's families are split into, by a hash of the subject each "
         "chain starts from: each step (which an executor may place on another process or "
-        "machine) indexes the whole snapshot and generates its shard's chains, and the shards "
-        "are merged in order; the output is the same for any number.",
+        "machine) indexes the subjects its shard's chains reach and generates them, and the "
+        "shards are merged in order; the output is the same for any number. Memory follows "
+        "a shard's reach: raise it until a step fits.",
     )
     workers: int = Field(
         default=1,
         ge=1,
         description="Processes within each step, each from one part of its shard with its own "
-        "index of the snapshot (memory grows with them); the output is the same for any "
-        "number. One per core on a large dump; 1 on the sample.",
+        "index of what that part reaches; the output is the same for any number. One per "
+        "core on a large dump; 1 on the sample.",
     )
 
 
@@ -111,12 +113,12 @@ def generate_chain_shard(
     if reduced:
         context.log.warning(reduced)
     outputs = generate_families(
-        partial(SnapshotFacts.from_warehouse, store, year),
+        partial(warehouse_facts, store, year),
         shard.families,
         config.language,
         config.seed,
         workers or 1,
-        Shard(shard.index, shard.count) if shard.count > 1 else None,
+        Shard(shard.index, shard.count),
     )
     left = {}
     for family, output in outputs:

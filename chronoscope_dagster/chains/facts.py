@@ -7,7 +7,7 @@ left-out subjects is reported. Label hygiene keeps non-ASCII names and drops
 placeholders ("unknown", "none") and identifiers ("Q42"). A (subject, property)
 with a value of unknown validity at some anchor (a statement that ended at an
 unrecorded date) is left out entirely, since no question about it has a
-certain gold; ``uncertain_pairs`` counts them.
+certain gold.
 
 A gold is returned only where the facts decide it (``chains.evidence``): a
 single-holder property must cover the scope, and timeless values hold only
@@ -23,12 +23,8 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from chronoscope_dagster.chains.evidence import (
     FOREVER,
@@ -45,9 +41,6 @@ from chronoscope_dagster.chains.evidence import (
 )
 from chronoscope_dagster.chains.model import Turn
 from chronoscope_dagster.wikidata.properties import default_catalog
-
-if TYPE_CHECKING:
-    from chronoscope_dagster.warehouse import Warehouse
 
 PLACEHOLDERS = frozenset(
     {"unknown", "unknown value", "none", "null", "n/a", "na", "unspecified", "not known",
@@ -106,29 +99,59 @@ class Label:
     description: str | None
 
 
+@dataclass(frozen=True)
+class HolderGroup:
+    """The subjects holding one value of a relation at one anchor (``cross_entity_then``):
+    how many, and those at the positions an index needs, by position in QID order."""
+
+    size: int
+    members: dict[int, str]
+
+
+@dataclass(frozen=True)
+class SnapshotWide:
+    """What an index of some subjects knows of the whole snapshot (``chains.reach``)."""
+
+    roots: Shard
+    """The subjects chains start from."""
+    shared_label_subjects: frozenset[str]
+    """Indexed subjects whose label another subject of the snapshot also has."""
+    unnameable_subjects: int
+    """Subjects of the snapshot that cannot be named (``SnapshotFacts.subject_name``)."""
+    first_seen: dict[str, int]
+    """Per indexed subject, the first day of a dated statement it takes part in."""
+    holders: dict[tuple[str, str, str | None], HolderGroup]
+    """The holder groups the roots' chains draw related subjects from."""
+
+
 class SnapshotFacts:
-    """Truth of one snapshot, indexed for chain generation."""
+    """Truth of one snapshot, indexed for chain generation: the subjects that the chains of
+    ``wide.roots`` reach, as ``chains.reach`` loads them."""
 
     def __init__(
         self,
         snapshot_year: int,
-        truth: pa.Table,
+        gold_rows: pa.Table,
         labels: pa.Table,
-        present_day: pa.Table | None = None,
-        pids: tuple[str, ...] | None = None,
+        present_day: pa.Table,
         *,
-        intervals: pa.Table | None = None,
-        lifespan_rows: pa.Table | None = None,
+        intervals: pa.Table,
+        lifespan_rows: pa.Table,
+        wide: SnapshotWide,
     ):
-        """``pids``: the properties chains may ask about (default: those of the property list
-        marked for chains). ``intervals`` (``fact_intervals`` rows) are the evidence of
-        coverage: without them a single-holder property decides no dated scope.
-        ``lifespan_rows``: the snapshot's ``lifespans`` rows."""
+        """``gold_rows``: the ``truth`` rows of chain properties with a canonical value, in the
+        table's order, of pairs with no value of unknown validity. ``intervals``
+        (``fact_intervals`` rows of those pairs) are the evidence of coverage: without them a
+        single-holder property decides no dated scope."""
         self.snapshot_year = snapshot_year
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
         self.lifespans = lifespans(lifespan_rows)
-        self.shard: Shard | None = None
+        self.shard = wide.roots
+        self.shared_label_subjects = wide.shared_label_subjects
+        self.unnameable_subjects = wide.unnameable_subjects
+        self.first_seen = wide.first_seen
+        self.holders = wide.holders
         self._decisions: dict[tuple[str, str, str | None], tuple[Gold | None, str | None]] = {}
         self._covered: dict[tuple[str, str, Span], bool] = {}
         self._years_covered: dict[tuple[str, str, int, int], bool] = {}
@@ -143,43 +166,23 @@ class SnapshotFacts:
             if clean_label(label)
         }
         self.golds: dict[tuple[str, str], dict[str | None, Gold]] = defaultdict(dict)
-        wanted = set(pids or default_catalog().chain_pids)
-        columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid",
-                   "uncertain_value_qids"]  # fmt: skip
-        uncertain: set[tuple[str, str]] = set()
-        truth = truth.filter(pc.is_in(truth.column("pid"), pa.array(sorted(wanted), pa.string())))
-        rows = _columns(truth, columns)
-        for anchor, subject, pid, values, canonical, unsure in zip(*rows, strict=True):
-            key = (subject, pid)
-            if unsure:
-                uncertain.add(key)
-            if canonical is not None:
-                self.golds[key][anchor] = Gold(tuple(values), canonical)
-        for key in uncertain:
-            self.golds.pop(key, None)
-        self.uncertain_pairs = len(uncertain)
-        self._index_intervals(intervals, wanted)
-        self.present: dict[tuple[str, str], tuple[str, ...]] = {}
-        if present_day is not None:
+        columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid"]
+        distinct: dict[Gold, Gold] = {}
+        for anchor, subject, pid, values, canonical in zip(
+            *_columns(gold_rows, columns), strict=True
+        ):
+            gold = Gold(tuple(values), canonical)
+            self.golds[(subject, pid)][anchor] = distinct.setdefault(gold, gold)
+        self._index_intervals(intervals)
+        self.present: dict[tuple[str, str], tuple[str, ...]] = {
+            (subject, pid): tuple(values)
             for subject, pid, values in zip(
                 *_columns(present_day, ["subject_qid", "pid", "value_qids"]), strict=True
-            ):
-                self.present[(subject, pid)] = tuple(values)
+            )
+        }
         self.pids_by_subject: dict[str, list[str]] = defaultdict(list)
-        self.subjects_by_pid: dict[str, list[str]] = defaultdict(list)
         for subject, pid in sorted(self.golds, key=_pair_order):
             self.pids_by_subject[subject].append(pid)
-            self.subjects_by_pid[pid].append(subject)
-        by_label: dict[str, list[str]] = defaultdict(list)
-        for subject in self.pids_by_subject:
-            if subject in self.labels:
-                by_label[self.labels[subject].label].append(subject)
-        self.shared_label_subjects = {
-            s for group in by_label.values() if len(group) > 1 for s in group
-        }
-        self.unnameable_subjects = sorted(
-            (s for s in self.pids_by_subject if self.subject_name(s) is None), key=_qid_number
-        )
 
     def _forget(self) -> None:
         """Empty the refusal counts and the memos that count refusals."""
@@ -187,22 +190,19 @@ class SnapshotFacts:
         self._dropped: set[tuple[str, str, str | None, str]] = set()
         self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
 
-    def fresh(self, shard: Shard | None = None) -> SnapshotFacts:
+    def fresh(self) -> SnapshotFacts:
         """The same index with empty refusal counts: what one family generates from. The
-        index is built once per snapshot for all families, and each family counts its own
-        refusals, as if it had built the index alone; decisions (a gold, or the reason it was
-        refused), coverage and kinds are shared, being facts of the snapshot. With a
-        ``shard``, chains start only from that shard's subjects (``root_subjects``); they
-        still reach every subject of the snapshot."""
+        index is built once for all families, and each family counts its own refusals, as if
+        it had built the index alone; decisions (a gold, or the reason it was refused),
+        coverage and kinds are shared, being facts of the snapshot."""
         facts = copy.copy(self)
         facts._forget()
-        facts.shard = shard
         return facts
 
     def root_subjects(self) -> Iterator[tuple[str, list[str]]]:
-        """The subjects chains start from, with their properties, by QID number: every
-        subject, or those of the index's ``shard``."""
-        if self.shard is None:
+        """The subjects chains start from (those of the index's ``shard``), with their
+        properties, by QID number."""
+        if self.shard.count == 1:
             yield from self.pids_by_subject.items()
             return
         for subject, pids in self.pids_by_subject.items():
@@ -220,42 +220,7 @@ class SnapshotFacts:
             return f"{label.label} ({label.description})"
         return None
 
-    @classmethod
-    def from_warehouse(cls, warehouse: Warehouse, year: str) -> SnapshotFacts:
-        """The facts of one snapshot of a home: its truth, labels, lifespans and intervals,
-        and the present-day values."""
-        return cls.from_files(
-            int(year),
-            **{
-                name: warehouse.data_path(name, snapshot_year=year)
-                for name in ("truth", "labels", "lifespans")
-            },
-            intervals=warehouse.data_path("fact_intervals", snapshot_year=year),
-            present_day=warehouse.data_path("present_day"),
-        )
-
-    @classmethod
-    def from_files(
-        cls,
-        snapshot_year: int,
-        *,
-        truth: Path,
-        labels: Path,
-        intervals: Path,
-        lifespans: Path,
-        present_day: Path | None = None,
-    ) -> SnapshotFacts:
-        """The facts of one snapshot from its Parquet files."""
-        return cls(
-            snapshot_year,
-            pq.read_table(truth),
-            pq.read_table(labels),
-            pq.read_table(present_day) if present_day is not None else None,
-            intervals=pq.read_table(intervals, columns=list(INTERVAL_COLUMNS)),
-            lifespan_rows=pq.read_table(lifespans),
-        )
-
-    def _index_intervals(self, intervals: pa.Table | None, wanted: set[str]) -> None:
+    def _index_intervals(self, intervals: pa.Table) -> None:
         """Per (subject, property): the merged certain days of all values (single-holder
         properties), each value's dated spans, and the values with a timeless statement."""
         self.coverage: dict[tuple[str, str], tuple[Span, ...]] = {}
@@ -263,20 +228,13 @@ class SnapshotFacts:
             lambda: defaultdict(list)
         )
         self.timeless_values: dict[tuple[str, str], set[str]] = defaultdict(set)
-        self.first_seen: dict[str, int] = {}
-        if intervals is None:
-            return
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
         rows = _columns(python_dates(intervals.select(list(INTERVAL_COLUMNS))), INTERVAL_COLUMNS)
         for subject, pid, value, start, until, certain_until, timeless, end_unknown in zip(
             *rows, strict=True
         ):
-            if start is not None and not timeless:
-                day = start.toordinal()
-                for qid in (subject, value):
-                    self.first_seen[qid] = min(self.first_seen.get(qid, FOREVER), day)
             key = (subject, pid)
-            if pid not in wanted or key not in self.golds:
+            if key not in self.golds:
                 continue
             if timeless:
                 self.timeless_values[key].add(value)

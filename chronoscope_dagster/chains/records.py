@@ -121,44 +121,42 @@ class FamilyOutput:
 
 
 def generate_family(
-    facts: SnapshotFacts, family: str, templates: Templates, seed: int, shard: Shard | None = None
+    facts: SnapshotFacts, family: str, templates: Templates, seed: int
 ) -> FamilyOutput:
-    """One family's chains and turns table from a snapshot's facts, with the family's own
-    refusal counts (``SnapshotFacts.fresh``): the asset and its determinism check both call
-    this. With a ``shard``, only the chains that start from its subjects (turn 1's subject)."""
-    own = facts.fresh(shard)
+    """One family's chains and turns table from an index of a snapshot's facts (the chains
+    that start from its shard's subjects, turn 1's), with the family's own refusal counts
+    (``SnapshotFacts.fresh``): the asset and its determinism check both call this."""
+    own = facts.fresh()
     chains = list(family_module(family).generate(own, templates, seed))
     table, missing = family_turns_table(chains, templates, own.labels, seed=seed)
-    return FamilyOutput(
-        chains, table, missing, own.drops, own.refused, len(facts.unnameable_subjects)
-    )
+    return FamilyOutput(chains, table, missing, own.drops, own.refused, facts.unnameable_subjects)
 
 
 def generate_families(
-    facts: Callable[[], SnapshotFacts],
+    facts: Callable[[Shard], SnapshotFacts],
     families: Sequence[str],
     language: str,
     seed: int,
     workers: int = 1,
     shard: Shard | None = None,
 ) -> Iterator[tuple[str, FamilyOutput]]:
-    """The ``families`` of one snapshot (or of the chains rooted in one ``shard`` of it), each
-    as ``generate_family`` gives it, one at a time. With several ``workers``, each process
-    indexes the snapshot (``facts``, a picklable loader) and generates every family from one
-    part of the shard; the parts' chains are merged back in the order of their first subjects,
-    and refusals are counted once over all parts, so the output is the same for any number of
-    workers."""
+    """The ``families`` of the chains rooted in one ``shard`` of a snapshot (all of it
+    without one), each as ``generate_family`` gives it, one at a time. ``facts`` (picklable)
+    loads the index of a shard. With several ``workers``, each process loads one part of the
+    shard and generates every family from it; the parts' chains are merged back in the order
+    of their first subjects, and refusals are counted once over all parts, so the output is
+    the same for any number of workers."""
+    shard = shard or Shard(0, 1)
     if workers <= 1:
-        index, templates = facts(), load_templates(language)
+        index, templates = facts(shard), load_templates(language)
         for family in families:
-            yield family, generate_family(index, family, templates, seed, shard)
+            yield family, generate_family(index, family, templates, seed)
         return
-    parts = (shard or Shard(0, 1)).split(workers)
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         outputs = list(
             pool.map(
                 _shard_families, repeat(facts), repeat(families), repeat(language), repeat(seed),
-                parts,
+                shard.split(workers),
             )
         )  # fmt: skip
     for family in families:
@@ -166,14 +164,14 @@ def generate_families(
 
 
 def _shard_families(
-    facts: Callable[[], SnapshotFacts],
+    facts: Callable[[Shard], SnapshotFacts],
     families: Sequence[str],
     language: str,
     seed: int,
     shard: Shard,
 ) -> dict[str, FamilyOutput]:
-    index, templates = facts(), load_templates(language)
-    return {family: generate_family(index, family, templates, seed, shard) for family in families}
+    index, templates = facts(shard), load_templates(language)
+    return {family: generate_family(index, family, templates, seed) for family in families}
 
 
 def _merged(parts: Sequence[FamilyOutput]) -> FamilyOutput:

@@ -22,9 +22,11 @@ A timeless-only (subject, r) holds in every year. B must be nameable without
 digits (a number in a name reads as a year) and without A's name in it, and the
 gold sets of A and B for p in Y must be disjoint, so A's answer is wrong for B.
 Subjects that cannot be named so never enter the holder index, and at most
-``MAX_RELATED`` holders of one shared value are tried, from an offset given by
-A: a country or a party has millions of holders at full scale, and trying them
-all for every (A, p, Y) made the family quadratic. Turn 1 asks ``explicit_year`` of
+``MAX_RELATED`` holders of one shared value are tried: the holders in QID order
+are cut into blocks of that many (the last one filled up from the start), and
+A's hash picks the block. A country or a party has millions of holders at full
+scale: trying them all for every (A, p, Y) made the family quadratic, and a
+block is what a shard of the subjects loads (``chains.reach``). Turn 1 asks ``explicit_year`` of
 (A, p) at Y, turn 2 ``cross_entity`` of (B, p); both golds are the values
 valid at any time in Y.
 """
@@ -33,10 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import defaultdict
 from collections.abc import Iterator
 
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import HolderGroup, SnapshotFacts
 from chronoscope_dagster.chains.families.common import askable, askable_pairs, best_tier, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -47,12 +48,9 @@ DIGIT = re.compile(r"\d")
 MAX_RELATED = 128
 """Holders of one (relation, value, year) tried per subject."""
 
-Holders = dict[tuple[str, str, str | None], list[str]]
-
 
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     names = _PlainNames(facts)
-    holders = _holders(facts, names)
     related_memo: dict[tuple[str, str, int], list[str]] = {}
     for subject, name, pid in askable_pairs(facts, templates):
         if related_memo and next(iter(related_memo))[0] != subject:
@@ -65,7 +63,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
                 for year in sorted(golds)
                 if facts.verbalizable(golds[year].qids)
                 for other in _candidates(
-                    facts, templates, holders, names, related_memo, subject, name, pid, year,
+                    facts, templates, names, related_memo, subject, name, pid, year,
                     golds[year].qids,
                 )
             ],
@@ -104,7 +102,7 @@ class _PlainNames:
 
 
 def _candidates(
-    facts: SnapshotFacts, templates, holders: Holders, names: _PlainNames,
+    facts: SnapshotFacts, templates, names: _PlainNames,
     related_memo: dict[tuple[str, str, int], list[str]], subject: str, name: str, pid: str,
     year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
@@ -118,7 +116,7 @@ def _candidates(
             continue
         key = (subject, relation, year)
         if key not in related_memo:
-            related_memo[key] = related(facts, holders, subject, relation, year)
+            related_memo[key] = related(facts, subject, relation, year)
         usable = [
             other
             for other in related_memo[key]
@@ -130,48 +128,31 @@ def _candidates(
     return []
 
 
-def related(
-    facts: SnapshotFacts, holders: Holders, subject: str, relation: str, year: int
-) -> list[str]:
+def related(facts: SnapshotFacts, subject: str, relation: str, year: int) -> list[str]:
     """Subjects sharing a value of ``relation`` with ``subject`` in ``year``, then its values."""
     gold = facts.gold(subject, relation, str(year))
     found: dict[str, None] = {}
     for value in gold.qids if gold else ():
         for anchor in (str(year), None):
             found.update(
-                dict.fromkeys(_window(holders.get((relation, value, anchor), []), subject))
+                dict.fromkeys(_window(facts.holders.get((relation, value, anchor)), subject))
             )
         found[value] = None
     found.pop(subject, None)
     return list(found)
 
 
-def _window(group: list[str], subject: str) -> list[str]:
-    """``group``, or ``MAX_RELATED`` of it in a row (circularly) from an offset given by
-    ``subject`` when it is longer."""
-    if len(group) <= MAX_RELATED:
-        return group
+def _window(group: HolderGroup | None, subject: str) -> list[str]:
+    """The holders of ``group`` tried for ``subject``: all of them, or when there are more
+    than ``MAX_RELATED``, the block of that many that ``subject``'s hash picks."""
+    if group is None:
+        return []
+    if group.size <= MAX_RELATED:
+        return [group.members[position] for position in range(group.size)]
+    blocks = -(-group.size // MAX_RELATED)
     digest = hashlib.sha256(subject.encode()).digest()
-    start = int.from_bytes(digest[:8], "big") % len(group)
-    return [group[(start + i) % len(group)] for i in range(MAX_RELATED)]
-
-
-def _holders(facts: SnapshotFacts, names: _PlainNames) -> Holders:
-    """Nameable subjects holding each (relation, value) in each year; anchor None for
-    timeless-only."""
-    holders: Holders = defaultdict(list)
-    for subject, pids in facts.pids_by_subject.items():
-        if names(subject) is None:
-            continue
-        for relation in RELATIONS:
-            if relation not in pids:
-                continue
-            timeless = facts.is_timeless(subject, relation)
-            for anchor, gold in facts.golds[(subject, relation)].items():
-                if timeless or (anchor is not None and len(anchor) == 4):
-                    for value in gold.qids:
-                        holders[(relation, value, anchor)].append(subject)
-    return holders
+    first = int.from_bytes(digest[:8], "big") % blocks * MAX_RELATED
+    return [group.members[(first + i) % group.size] for i in range(MAX_RELATED)]
 
 
 def _usable(

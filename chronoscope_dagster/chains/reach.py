@@ -1,0 +1,321 @@
+"""What the chains rooted in one shard of a snapshot's subjects can reach, loaded by DuckDB.
+
+A chain starts from a root subject (turn 1's) and goes on to subjects its facts lead to: the
+values of the root (whose kind decides a pronoun), the bridged hops of
+``bridged_multi_pid`` (a value's value's value) and the related subjects of
+``cross_entity_then`` (holders of one of the root's values of a relation). A shard's index
+holds the facts of exactly those subjects, and DuckDB computes over the whole snapshot the
+few things that are not a subject's own: which labels two subjects share, when an entity
+first appears in a dated statement, and who holds a value (``HolderGroup``). An index so
+loaded decides every question its chains ask as the whole snapshot's would, so a shard's
+chains do not depend on the shard count, while its memory follows what the shard reaches
+rather than the snapshot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import duckdb
+import pyarrow as pa
+
+from chronoscope_dagster.chains.evidence import python_dates
+from chronoscope_dagster.chains.facts import (
+    INTERVAL_COLUMNS,
+    HolderGroup,
+    Shard,
+    SnapshotFacts,
+    SnapshotWide,
+    clean_label,
+)
+from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
+from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
+from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
+from chronoscope_dagster.wikidata.properties import default_catalog
+
+if TYPE_CHECKING:
+    from chronoscope_dagster.warehouse import Warehouse
+
+SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
+HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
+KINDS_SCHEMA = pa.schema([("qid", pa.string()), ("is_root", pa.bool_()),
+                          ("plain", pa.bool_()), ("shared", pa.bool_())])  # fmt: skip
+LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
+
+
+def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
+    """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
+    without one)."""
+    with _warehouse_sources(warehouse, year) as connection:
+        reached = reach(connection, shard)
+    return SnapshotFacts(int(year), **reached)
+
+
+def gold_subject_count(warehouse: Warehouse, year: str) -> int:
+    """The subjects of a snapshot of a home that chains can start from."""
+    with _warehouse_sources(warehouse, year) as connection:
+        _create_gold_rows(connection, default_catalog().chain_pids)
+        (count,) = connection.execute(
+            "SELECT count(DISTINCT subject_qid) FROM gold_rows"
+        ).fetchone()
+    return count
+
+
+@contextmanager
+def _warehouse_sources(warehouse: Warehouse, year: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A DuckDB with the ``SOURCES`` of one snapshot of a home as ``src_<name>``."""
+    files = {name: warehouse.data_path(name, snapshot_year=year) for name in SOURCES[:4]}
+    files["present_day"] = warehouse.data_path("present_day")
+    with warehouse.connect() as connection:
+        for name, path in files.items():
+            quoted = str(path).replace("'", "''")
+            connection.execute(
+                f"CREATE VIEW src_{name} AS SELECT * FROM read_parquet('{quoted}', "
+                "hive_partitioning = false)"
+            )
+        yield connection
+
+
+def table_facts(
+    snapshot_year: int,
+    truth: pa.Table,
+    labels: pa.Table,
+    present_day: pa.Table | None = None,
+    pids: tuple[str, ...] | None = None,
+    *,
+    intervals: pa.Table | None = None,
+    lifespan_rows: pa.Table | None = None,
+    shard: Shard | None = None,
+) -> SnapshotFacts:
+    """The index of a snapshot given as tables (``fact_intervals`` and ``lifespans`` rows may
+    be left out: no coverage, no lifespan), loaded as from files."""
+    if "uncertain_value_qids" not in truth.column_names:
+        truth = truth.append_column(
+            "uncertain_value_qids", pa.nulls(truth.num_rows, pa.list_(pa.string()))
+        )
+    if intervals is None:
+        intervals = INTERVALS_SCHEMA.empty_table()
+    if lifespan_rows is None:
+        lifespan_rows = LIFESPANS_SCHEMA.empty_table()
+    if present_day is None:
+        present_day = PRESENT_SCHEMA.empty_table()
+    with duckdb.connect(":memory:") as connection:
+        sources = {"truth": truth, "labels": labels, "fact_intervals": intervals,
+                   "lifespans": lifespan_rows, "present_day": present_day}  # fmt: skip
+        for name, table in sources.items():
+            connection.register(f"src_{name}", table)
+        reached = reach(connection, shard, pids)
+    return SnapshotFacts(snapshot_year, **reached)
+
+
+def reach(
+    connection: duckdb.DuckDBPyConnection,
+    shard: Shard | None = None,
+    pids: tuple[str, ...] | None = None,
+) -> dict:
+    """What the index of ``shard`` is built from (``SnapshotFacts``' arguments but the year),
+    from the relations ``src_<name>`` of ``SOURCES`` on ``connection``. ``pids``: the
+    properties chains may ask about (default: those of the property list marked for chains).
+    The caller closes the connection before building the index, so that DuckDB's memory is
+    returned first."""
+    shard = shard or Shard(0, 1)
+    pids = pids or default_catalog().chain_pids
+    wanted = _sql_list(pids)
+    run = connection.execute
+    _create_gold_rows(connection, pids)
+    kinds, unnameable = _subject_kinds(connection, shard)
+    connection.register("subject_kinds", kinds)
+    run(f"""CREATE TEMP TABLE holder_groups AS
+        WITH relation_rows AS (
+            SELECT g.*, bool_and(g.anchor IS NULL) OVER (PARTITION BY g.subject_qid, g.pid)
+                AS timeless
+            FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid AND k.plain
+            WHERE g.pid IN {_sql_list(RELATIONS)}),
+        holders AS (
+            SELECT pid AS relation, unnest(value_qids) AS value_qid, coalesce(anchor, '') AS anchor,
+                   subject_qid
+            FROM relation_rows WHERE timeless OR length(anchor) = 4)
+        SELECT *,
+            row_number() OVER (PARTITION BY relation, value_qid, anchor
+                               ORDER BY CAST(subject_qid[2:] AS BIGINT)) - 1 AS position,
+            count(*) OVER (PARTITION BY relation, value_qid, anchor) AS size
+        FROM holders""")  # fmt: skip
+    run(f"""CREATE TEMP TABLE needed_blocks AS
+        WITH root_rows AS (
+            SELECT g.* FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid AND k.is_root),
+        root_years AS (SELECT DISTINCT subject_qid, anchor FROM root_rows WHERE length(anchor) = 4),
+        relation_rows AS (
+            SELECT *, bool_and(anchor IS NULL) OVER (PARTITION BY subject_qid, pid) AS timeless
+            FROM root_rows WHERE pid IN {_sql_list(RELATIONS)}),
+        asked AS (
+            SELECT subject_qid, pid, value_qids, anchor FROM relation_rows
+            WHERE NOT timeless AND length(anchor) = 4
+            UNION ALL
+            SELECT r.subject_qid, r.pid, r.value_qids, y.anchor
+            FROM relation_rows r JOIN root_years y USING (subject_qid) WHERE r.timeless),
+        asked_values AS (
+            SELECT subject_qid, pid, unnest(value_qids) AS value_qid, anchor FROM asked),
+        groups AS (
+            SELECT subject_qid AS root, pid AS relation, value_qid, anchor FROM asked_values
+            UNION
+            SELECT subject_qid, pid, value_qid, '' FROM asked_values)
+        SELECT DISTINCT h.relation, h.value_qid, h.anchor,
+            CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT)
+                % CAST((h.size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT) AS block
+        FROM groups g
+        JOIN (SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups) h
+            USING (relation, value_qid, anchor)""")  # fmt: skip
+    run(f"""CREATE TEMP TABLE needed_holders AS
+        WITH member_blocks AS (
+            SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
+            UNION ALL
+            SELECT *, CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} - 1 AS UBIGINT)
+            FROM holder_groups
+            WHERE size > {MAX_RELATED} AND position < {MAX_RELATED} - size % {MAX_RELATED}
+                AND size % {MAX_RELATED} <> 0)
+        SELECT DISTINCT m.relation, m.value_qid, m.anchor, m.size, m.position, m.subject_qid
+        FROM member_blocks m JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
+    run(f"""CREATE TEMP TABLE reached AS
+        WITH d0 AS (SELECT qid FROM subject_kinds WHERE is_root),
+        d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
+        d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
+               WHERE pid IN {_sql_list(HOP_PIDS)}),
+        d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
+               WHERE pid IN {_sql_list(HOP_PIDS)})
+        SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3
+        UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
+    gold = connection.sql(
+        """SELECT g.* FROM gold_rows g SEMI JOIN reached r ON r.qid = g.subject_qid
+           ORDER BY anchor NULLS FIRST, subject_qid, pid"""
+    ).to_arrow_table()
+    connection.register("gold", gold)
+    present = connection.sql(
+        """SELECT subject_qid, pid, value_qids FROM src_present_day p
+           SEMI JOIN reached r ON r.qid = p.subject_qid"""
+    ).to_arrow_table()
+    connection.register("present", present)
+    labels = connection.sql(
+        """WITH named AS (
+               SELECT qid FROM reached
+               UNION SELECT unnest(value_qids) FROM gold
+               UNION SELECT unnest(value_qids) FROM present)
+           SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)"""
+    ).to_arrow_table()
+    intervals = connection.sql(
+        f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
+            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN {wanted}"""
+    ).to_arrow_table()
+    lifespan_rows = connection.sql(
+        f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
+            SEMI JOIN reached r ON r.qid = l.qid"""
+    ).to_arrow_table()
+    wide = SnapshotWide(
+        roots=shard,
+        shared_label_subjects=frozenset(
+            qid
+            for (qid,) in run(
+                "SELECT qid FROM subject_kinds k SEMI JOIN reached USING (qid) WHERE k.shared"
+            ).fetchall()
+        ),
+        unnameable_subjects=unnameable,
+        first_seen=_first_seen(connection),
+        holders=_holders(connection),
+    )
+    return {"gold_rows": gold, "labels": labels, "present_day": present, "intervals": intervals,
+            "lifespan_rows": lifespan_rows, "wide": wide}  # fmt: skip
+
+
+def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
+    """``gold_rows``: the truth rows with a canonical value of the properties ``pids``, less
+    the pairs with a value of unknown validity at some anchor."""
+    wanted = _sql_list(pids)
+    connection.execute(f"""CREATE TEMP TABLE gold_rows AS
+        WITH uncertain AS (
+            SELECT DISTINCT subject_qid, pid FROM src_truth
+            WHERE pid IN {wanted} AND len(coalesce(uncertain_value_qids, [])) > 0)
+        SELECT t.anchor, t.subject_qid, t.pid, t.value_qids, t.canonical_value_qid
+        FROM src_truth t ANTI JOIN uncertain u USING (subject_qid, pid)
+        WHERE t.pid IN {wanted} AND t.canonical_value_qid IS NOT NULL""")  # fmt: skip
+
+
+def _subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> tuple[pa.Table, int]:
+    """Per subject with a gold: whether it is a root of ``shard``, nameable without digits
+    (``plain``: a holder of ``cross_entity_then``) and named with a label another subject
+    shares; and how many subjects cannot be named (``SnapshotFacts.subject_name``)."""
+    reader = connection.sql(
+        """SELECT s.subject_qid, l.label, l.description,
+                  count(l.label) OVER (PARTITION BY l.label) AS label_holders
+           FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
+           LEFT JOIN src_labels l ON l.qid = s.subject_qid"""
+    ).to_arrow_reader(1 << 16)
+    columns: dict[str, list] = {name: [] for name in KINDS_SCHEMA.names}
+    unnameable = 0
+    for batch in reader:
+        for qid, label, description, holders in zip(*batch.to_pydict().values(), strict=True):
+            shared = holders > 1 and clean_label(label)
+            if not clean_label(label):
+                name = None
+            elif shared:
+                name = f"{label} ({description})" if clean_label(description) else None
+            else:
+                name = label
+            unnameable += name is None
+            columns["qid"].append(qid)
+            columns["is_root"].append(shard.holds(qid))
+            columns["plain"].append(name is not None and DIGIT.search(name) is None)
+            columns["shared"].append(shared)
+    return pa.table(columns, schema=KINDS_SCHEMA), unnameable
+
+
+def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """For each reached subject, the first day of any dated statement it takes part in, as
+    subject or value, anywhere in the snapshot."""
+    table = connection.sql(
+        """WITH dated AS (
+               SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
+               WHERE valid_from IS NOT NULL AND NOT is_timeless
+               UNION ALL
+               SELECT value_qid, valid_from FROM src_fact_intervals
+               WHERE valid_from IS NOT NULL AND NOT is_timeless)
+           SELECT qid, min(valid_from) AS first FROM dated SEMI JOIN reached USING (qid)
+           GROUP BY qid"""
+    ).to_arrow_table()
+    table = python_dates(table)
+    return {
+        qid: day.toordinal()
+        for qid, day in zip(
+            table.column("qid").to_pylist(), table.column("first").to_pylist(), strict=True
+        )
+    }
+
+
+def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
+    """The holder groups the roots' related subjects come from, with the members of the
+    blocks they draw (``cross_entity_then``)."""
+    groups: dict[tuple, HolderGroup] = {}
+    rows = connection.execute(
+        "SELECT relation, value_qid, anchor, size, position, subject_qid FROM needed_holders"
+    ).fetchall()
+    for relation, value, anchor, size, position, subject in rows:
+        key = (relation, value, anchor or None)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = HolderGroup(size, {})
+        group.members[position] = subject
+    return groups
+
+
+INTERVALS_SCHEMA = pa.schema(
+    [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qid", pa.string()),
+     ("valid_from", pa.date32()), ("valid_until", pa.date32()), ("certain_until", pa.date32()),
+     ("is_timeless", pa.bool_()), ("end_unknown", pa.bool_())]
+)  # fmt: skip
+PRESENT_SCHEMA = pa.schema(
+    [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qids", pa.list_(pa.string()))]
+)
+
+
+def _sql_list(values) -> str:
+    return "(" + ", ".join(f"'{value}'" for value in values) + ")"
