@@ -294,17 +294,20 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
 def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
     """The holder groups the roots' related subjects come from, with the members of the
     blocks they draw (``cross_entity_then``)."""
-    groups: dict[tuple, HolderGroup] = {}
-    rows = connection.execute(
-        "SELECT relation, value_qid, anchor, size, position, subject_qid FROM needed_holders"
-    ).fetchall()
-    for relation, value, anchor, size, position, subject in rows:
-        key = (relation, value, anchor or None)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = HolderGroup(size, {})
-        group.members[position] = subject
-    return groups
+    table = connection.sql(
+        """SELECT relation, value_qid, anchor, any_value(size) AS size,
+                  list(position ORDER BY position) AS positions,
+                  list(subject_qid ORDER BY position) AS members
+           FROM needed_holders GROUP BY ALL"""
+    ).to_arrow_table()
+    return {
+        (relation, value, anchor or None): HolderGroup(
+            size, dict(zip(positions, members, strict=True))
+        )
+        for relation, value, anchor, size, positions, members in zip(
+            *(column.to_pylist() for column in table.columns), strict=True
+        )
+    }
 
 
 INTERVALS_SCHEMA = pa.schema(
