@@ -8,17 +8,10 @@ from datetime import date
 import pyarrow as pa
 
 from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
-from chronoscope_dagster.chains.reach import table_facts
+from chronoscope_dagster.chains.reach import INTERVALS_SCHEMA, table_facts
 from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 
 Row = tuple[str | None, str, str, list[str]]
-
-
-INTERVALS_SCHEMA = pa.schema(
-    [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qid", pa.string()),
-     ("valid_from", pa.date32()), ("valid_until", pa.date32()),
-     ("certain_until", pa.date32()), ("is_timeless", pa.bool_()), ("end_unknown", pa.bool_())]
-)  # fmt: skip
 
 
 def intervals_table(spans: Iterable[tuple[str, str, str, str | None, str | None]]) -> pa.Table:

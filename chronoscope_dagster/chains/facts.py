@@ -63,6 +63,16 @@ def clean_label(label: str | None) -> bool:
     )
 
 
+def naming(label: str | None, description: str | None, shared: bool) -> str | None:
+    """How a question names a subject of this label and description, whose label another
+    subject of the snapshot also has (``shared``), or None when it cannot be named so."""
+    if not clean_label(label):
+        return None
+    if not shared:
+        return label
+    return f"{label} ({description})" if clean_label(description) else None
+
+
 @dataclass(frozen=True)
 class Shard:
     """One of ``count`` shards of a snapshot's subjects, by a hash of the QID: the same
@@ -214,11 +224,7 @@ class SnapshotFacts:
         label = self.labels.get(subject)
         if label is None:
             return None
-        if subject not in self.shared_label_subjects:
-            return label.label
-        if label.description and clean_label(label.description):
-            return f"{label.label} ({label.description})"
-        return None
+        return naming(label.label, label.description, subject in self.shared_label_subjects)
 
     def _index_intervals(self, intervals: pa.Table) -> None:
         """Per (subject, property): the merged certain days of all values (single-holder

@@ -29,6 +29,7 @@ from chronoscope_dagster.chains.facts import (
     SnapshotFacts,
     SnapshotWide,
     clean_label,
+    naming,
 )
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
@@ -122,70 +123,11 @@ def reach(
     returned first."""
     shard = shard or Shard(0, 1)
     pids = pids or default_catalog().chain_pids
-    wanted = _sql_list(pids)
-    run = connection.execute
     _create_gold_rows(connection, pids)
     kinds, unnameable = _subject_kinds(connection, shard)
     connection.register("subject_kinds", kinds)
-    run(f"""CREATE TEMP TABLE holder_groups AS
-        WITH relation_rows AS (
-            SELECT g.*, bool_and(g.anchor IS NULL) OVER (PARTITION BY g.subject_qid, g.pid)
-                AS timeless
-            FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid AND k.plain
-            WHERE g.pid IN {_sql_list(RELATIONS)}),
-        holders AS (
-            SELECT pid AS relation, unnest(value_qids) AS value_qid, coalesce(anchor, '') AS anchor,
-                   subject_qid
-            FROM relation_rows WHERE timeless OR length(anchor) = 4)
-        SELECT *,
-            row_number() OVER (PARTITION BY relation, value_qid, anchor
-                               ORDER BY CAST(subject_qid[2:] AS BIGINT)) - 1 AS position,
-            count(*) OVER (PARTITION BY relation, value_qid, anchor) AS size
-        FROM holders""")  # fmt: skip
-    run(f"""CREATE TEMP TABLE needed_blocks AS
-        WITH root_rows AS (
-            SELECT g.* FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid AND k.is_root),
-        root_years AS (SELECT DISTINCT subject_qid, anchor FROM root_rows WHERE length(anchor) = 4),
-        relation_rows AS (
-            SELECT *, bool_and(anchor IS NULL) OVER (PARTITION BY subject_qid, pid) AS timeless
-            FROM root_rows WHERE pid IN {_sql_list(RELATIONS)}),
-        asked AS (
-            SELECT subject_qid, pid, value_qids, anchor FROM relation_rows
-            WHERE NOT timeless AND length(anchor) = 4
-            UNION ALL
-            SELECT r.subject_qid, r.pid, r.value_qids, y.anchor
-            FROM relation_rows r JOIN root_years y USING (subject_qid) WHERE r.timeless),
-        asked_values AS (
-            SELECT subject_qid, pid, unnest(value_qids) AS value_qid, anchor FROM asked),
-        groups AS (
-            SELECT subject_qid AS root, pid AS relation, value_qid, anchor FROM asked_values
-            UNION
-            SELECT subject_qid, pid, value_qid, '' FROM asked_values)
-        SELECT DISTINCT h.relation, h.value_qid, h.anchor,
-            CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT)
-                % CAST((h.size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT) AS block
-        FROM groups g
-        JOIN (SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups) h
-            USING (relation, value_qid, anchor)""")  # fmt: skip
-    run(f"""CREATE TEMP TABLE needed_holders AS
-        WITH member_blocks AS (
-            SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
-            UNION ALL
-            SELECT *, CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} - 1 AS UBIGINT)
-            FROM holder_groups
-            WHERE size > {MAX_RELATED} AND position < {MAX_RELATED} - size % {MAX_RELATED}
-                AND size % {MAX_RELATED} <> 0)
-        SELECT DISTINCT m.relation, m.value_qid, m.anchor, m.size, m.position, m.subject_qid
-        FROM member_blocks m JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
-    run(f"""CREATE TEMP TABLE reached AS
-        WITH d0 AS (SELECT qid FROM subject_kinds WHERE is_root),
-        d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
-        d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
-               WHERE pid IN {_sql_list(HOP_PIDS)}),
-        d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
-               WHERE pid IN {_sql_list(HOP_PIDS)})
-        SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3
-        UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
+    _create_holders(connection)
+    _create_reached(connection)
     gold = connection.sql(
         """SELECT g.* FROM gold_rows g SEMI JOIN reached r ON r.qid = g.subject_qid
            ORDER BY anchor NULLS FIRST, subject_qid, pid"""
@@ -205,7 +147,7 @@ def reach(
     ).to_arrow_table()
     intervals = connection.sql(
         f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
-            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN {wanted}"""
+            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN {_sql_list(pids)}"""
     ).to_arrow_table()
     lifespan_rows = connection.sql(
         f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
@@ -215,7 +157,7 @@ def reach(
         roots=shard,
         shared_label_subjects=frozenset(
             qid
-            for (qid,) in run(
+            for (qid,) in connection.execute(
                 "SELECT qid FROM subject_kinds k SEMI JOIN reached USING (qid) WHERE k.shared"
             ).fetchall()
         ),
@@ -240,6 +182,71 @@ def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ..
         WHERE t.pid IN {wanted} AND t.canonical_value_qid IS NOT NULL""")  # fmt: skip
 
 
+def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
+    """``needed_holders``: the members of the holder blocks the roots draw related subjects
+    from (``cross_entity_then``), with their group's size and their position in it."""
+    connection.execute(f"""CREATE TEMP TABLE relation_rows AS
+        SELECT g.*, k.is_root, k.plain,
+               bool_and(g.anchor IS NULL) OVER (PARTITION BY g.subject_qid, g.pid) AS timeless
+        FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid
+        WHERE g.pid IN {_sql_list(RELATIONS)}""")  # fmt: skip
+    connection.execute("""CREATE TEMP TABLE holder_groups AS
+        WITH holders AS (
+            SELECT pid AS relation, unnest(value_qids) AS value_qid,
+                   coalesce(anchor, '') AS anchor, subject_qid
+            FROM relation_rows WHERE plain AND (timeless OR length(anchor) = 4))
+        SELECT *,
+            row_number() OVER (PARTITION BY relation, value_qid, anchor
+                               ORDER BY CAST(subject_qid[2:] AS BIGINT)) - 1 AS position,
+            count(*) OVER (PARTITION BY relation, value_qid, anchor) AS size
+        FROM holders""")  # fmt: skip
+    blocks = f"CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT)"
+    connection.execute(f"""CREATE TEMP TABLE needed_holders AS
+        WITH root_years AS (
+            SELECT DISTINCT g.subject_qid, g.anchor FROM gold_rows g
+            JOIN subject_kinds k ON k.qid = g.subject_qid AND k.is_root
+            WHERE length(g.anchor) = 4),
+        asked AS (
+            SELECT subject_qid, pid, unnest(value_qids) AS value_qid, anchor FROM relation_rows
+            WHERE is_root AND NOT timeless AND length(anchor) = 4
+            UNION ALL
+            SELECT r.subject_qid, r.pid, unnest(r.value_qids), y.anchor
+            FROM relation_rows r JOIN root_years y USING (subject_qid)
+            WHERE r.is_root AND r.timeless),
+        groups AS (
+            SELECT subject_qid AS root, pid AS relation, value_qid, anchor FROM asked
+            UNION SELECT subject_qid, pid, value_qid, '' FROM asked),
+        needed_blocks AS (
+            SELECT DISTINCT h.relation, h.value_qid, h.anchor,
+                CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT) % {blocks} AS block
+            FROM groups g
+            JOIN (SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups) h
+                USING (relation, value_qid, anchor)),
+        member_blocks AS (
+            SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
+            UNION ALL
+            SELECT *, {blocks} - 1 FROM holder_groups
+            WHERE size > {MAX_RELATED} AND size % {MAX_RELATED} <> 0
+                AND position < {MAX_RELATED} - size % {MAX_RELATED})
+        SELECT DISTINCT m.relation, m.value_qid, m.anchor, m.size, m.position, m.subject_qid
+        FROM member_blocks m JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
+
+
+def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
+    """``reached``: the roots, their values, the values of those three bridged hops deep,
+    and the related subjects of ``needed_holders``."""
+    hops = _sql_list(HOP_PIDS)
+    connection.execute(f"""CREATE TEMP TABLE reached AS
+        WITH d0 AS (SELECT qid FROM subject_kinds WHERE is_root),
+        d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
+        d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
+               WHERE pid IN {hops}),
+        d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
+               WHERE pid IN {hops})
+        SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3
+        UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
+
+
 def _subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> tuple[pa.Table, int]:
     """Per subject with a gold: whether it is a root of ``shard``, nameable without digits
     (``plain``: a holder of ``cross_entity_then``) and named with a label another subject
@@ -255,12 +262,7 @@ def _subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> tuple
     for batch in reader:
         for qid, label, description, holders in zip(*batch.to_pydict().values(), strict=True):
             shared = holders > 1 and clean_label(label)
-            if not clean_label(label):
-                name = None
-            elif shared:
-                name = f"{label} ({description})" if clean_label(description) else None
-            else:
-                name = label
+            name = naming(label, description, shared)
             unnameable += name is None
             columns["qid"].append(qid)
             columns["is_root"].append(shard.holds(qid))
