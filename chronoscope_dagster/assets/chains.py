@@ -1,5 +1,5 @@
-"""Chains: one asset per family and snapshot year (one step builds the families of a snapshot
-from one index of its facts), then the merged benchmark."""
+"""Chains: one asset per family and snapshot year (each subject-hash shard step builds the
+families from one index of what its chains reach), then the merged benchmark."""
 
 from collections import Counter
 from collections.abc import Iterator
