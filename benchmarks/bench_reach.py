@@ -6,7 +6,7 @@ HOME is a home built through `truth` and `present_day` (e.g. `chronoscope run --
 2025=DUMP --select 'key:truth or key:present_day or key:labels or key:lifespans'`). For each
 shard count, every shard runs in its own process, one after another, as a `chain_families`
 shard step does: it indexes what its chains reach (`chains.reach`) and generates the 11
-families. Prints per shard the load time, the total, the subjects indexed and the peak
+families. Prints per shard the load time, the total, the subjects and golds indexed and the peak
 resident memory; then whether the merged families of every shard count are byte-identical.
 """
 
@@ -43,6 +43,7 @@ for family in FAMILIES:
     pq.write_table(output.table, Path(out) / f"{family}-{index}.parquet")
 print(json.dumps({"load_s": loaded, "total_s": time.perf_counter() - started,
                   "subjects": len(facts.pids_by_subject), "chains": chains,
+                  "golds": sum(map(len, facts.golds.values())),
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
 
@@ -87,7 +88,8 @@ def main() -> None:
                 row = rows[-1]
                 print(
                     f"{count} shards, shard {index}: load {row['load_s']:.1f} s, total "
-                    f"{row['total_s']:.1f} s, {row['subjects']:,} subjects indexed, "
+                    f"{row['total_s']:.1f} s, {row['subjects']:,} subjects and "
+                    f"{row['golds']:,} golds indexed, "
                     f"{row['chains']:,} chains, peak {row['peak_mb']:,} MB",
                     flush=True,
                 )

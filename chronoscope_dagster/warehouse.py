@@ -33,6 +33,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.parquet import RowGroupWriter
+from chronoscope_dagster.sql import sql_string
 
 DEFAULT_HOME = ".chronoscope"
 DATA_FILE = "data.parquet"
@@ -327,7 +328,3 @@ def _writer_is_gone(temporary: Path) -> bool:
     except PermissionError:
         return False
     return False
-
-
-def sql_string(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"

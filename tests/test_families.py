@@ -116,7 +116,7 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sam
         whole = generate_family(sample_facts, family, templates, 5)
         parts = [generate_family(facts, family, templates, 5) for facts in shards]
         for facts, part in zip(shards, parts, strict=True):
-            assert part.table.equals(rooted_in(whole.table, facts.shard)), family
+            assert part.table.equals(rooted_in(whole.table, facts.wide.roots)), family
         assert frozenset().union(*(part.refused for part in parts)) == whole.refused, family
         rows = [part.table.num_rows for part in parts]
         assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)

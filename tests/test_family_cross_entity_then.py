@@ -162,7 +162,7 @@ def test_blocks_of_a_large_group_are_the_same_in_every_shard():
     today = {(row[1], "P6"): ["Q9"] for row in rows}
     templates = default_templates()
     whole = facts_from_rows(rows, names, present=today)
-    assert whole.holders[("P463", "Q50", "2001")].size > 4 * cross_entity_then.MAX_RELATED
+    assert whole.wide.holders[("P463", "Q50", "2001")].size > 4 * cross_entity_then.MAX_RELATED
     expected = list(cross_entity_then.generate(whole, templates, 0))
     parts = []
     for index in range(3):

@@ -50,7 +50,8 @@ from chronoscope_dagster.llm.registry import ModelSpec, plain_twins
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, sql_string
+from chronoscope_dagster.sql import sql_string
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
 class PredictionConfig(dg.Config):

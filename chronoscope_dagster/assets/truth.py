@@ -13,6 +13,7 @@ from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
+from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.truth import intervals as intervals_module
 from chronoscope_dagster.truth import table as truth_module
 from chronoscope_dagster.truth.intervals import INTERVAL_ORDER, IntervalCounts, build_intervals
@@ -22,13 +23,7 @@ from chronoscope_dagster.truth.table import (
     present_day_sql,
     write_truth,
 )
-from chronoscope_dagster.warehouse import (
-    Warehouse,
-    parquet_source,
-    shard_key,
-    sql_string,
-    write_query,
-)
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
 
 def _rules(doc: str | None) -> str:

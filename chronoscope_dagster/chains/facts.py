@@ -157,11 +157,7 @@ class SnapshotFacts:
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
         self.lifespans = lifespans(lifespan_rows)
-        self.shard = wide.roots
-        self.shared_label_subjects = wide.shared_label_subjects
-        self.unnameable_subjects = wide.unnameable_subjects
-        self.first_seen = wide.first_seen
-        self.holders = wide.holders
+        self.wide = wide
         self._decisions: dict[tuple[str, str, str | None], tuple[Gold | None, str | None]] = {}
         self._covered: dict[tuple[str, str, Span], bool] = {}
         self._years_covered: dict[tuple[str, str, int, int], bool] = {}
@@ -210,13 +206,13 @@ class SnapshotFacts:
         return facts
 
     def root_subjects(self) -> Iterator[tuple[str, list[str]]]:
-        """The subjects chains start from (those of the index's ``shard``), with their
-        properties, by QID number."""
-        if self.shard.count == 1:
+        """The subjects chains start from (``wide.roots``), with their properties, by QID
+        number."""
+        if self.wide.roots.count == 1:
             yield from self.pids_by_subject.items()
             return
         for subject, pids in self.pids_by_subject.items():
-            if self.shard.holds(subject):
+            if self.wide.roots.holds(subject):
                 yield subject, pids
 
     def subject_name(self, subject: str) -> str | None:
@@ -224,7 +220,7 @@ class SnapshotFacts:
         label = self.labels.get(subject)
         if label is None:
             return None
-        return naming(label.label, label.description, subject in self.shared_label_subjects)
+        return naming(label.label, label.description, subject in self.wide.shared_label_subjects)
 
     def _index_intervals(self, intervals: pa.Table) -> None:
         """Per (subject, property): the merged certain days of all values (single-holder
@@ -264,8 +260,8 @@ class SnapshotFacts:
         from the first start of any dated statement it takes part in (as subject or value).
         A bound for timeless values only: a missing predecessor must not shorten a scope."""
         known = self.lifespan(subject)
-        if known.start == NEVER and subject in self.first_seen:
-            return Lifespan(self.first_seen[subject], known.end)
+        if known.start == NEVER and subject in self.wide.first_seen:
+            return Lifespan(self.wide.first_seen[subject], known.end)
         return known
 
     @property

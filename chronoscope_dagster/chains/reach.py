@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -28,16 +27,14 @@ from chronoscope_dagster.chains.facts import (
     Shard,
     SnapshotFacts,
     SnapshotWide,
-    clean_label,
     naming,
 )
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
+from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
 from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 from chronoscope_dagster.wikidata.properties import default_catalog
-
-if TYPE_CHECKING:
-    from chronoscope_dagster.warehouse import Warehouse
 
 SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
@@ -49,19 +46,28 @@ LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
     """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
     without one)."""
+    pids = default_catalog().chain_pids
     with _warehouse_sources(warehouse, year) as connection:
-        reached = reach(connection, shard)
+        _create_gold_rows(connection, pids)
+        reached = _reach(connection, shard or Shard(0, 1), pids)
     return SnapshotFacts(int(year), **reached)
 
 
-def gold_subject_count(warehouse: Warehouse, year: str) -> int:
-    """The subjects of a snapshot of a home that chains can start from."""
+def sampled_warehouse_facts(
+    warehouse: Warehouse, year: str, max_roots: int, which: int
+) -> SnapshotFacts:
+    """The index of the chains rooted in one (``which``, modulo their count) of as few
+    subject-hash shards of a snapshot as hold at most ``max_roots`` root subjects each: all
+    of them where the snapshot has no more."""
+    pids = default_catalog().chain_pids
     with _warehouse_sources(warehouse, year) as connection:
-        _create_gold_rows(connection, default_catalog().chain_pids)
-        (count,) = connection.execute(
+        _create_gold_rows(connection, pids)
+        [(subjects,)] = connection.execute(
             "SELECT count(DISTINCT subject_qid) FROM gold_rows"
-        ).fetchone()
-    return count
+        ).fetchall()
+        count = max(1, -(-subjects // max_roots))
+        reached = _reach(connection, Shard(which % count, count), pids)
+    return SnapshotFacts(int(year), **reached)
 
 
 @contextmanager
@@ -71,11 +77,7 @@ def _warehouse_sources(warehouse: Warehouse, year: str) -> Iterator[duckdb.DuckD
     files["present_day"] = warehouse.data_path("present_day")
     with warehouse.connect() as connection:
         for name, path in files.items():
-            quoted = str(path).replace("'", "''")
-            connection.execute(
-                f"CREATE VIEW src_{name} AS SELECT * FROM read_parquet('{quoted}', "
-                "hive_partitioning = false)"
-            )
+            connection.execute(f"CREATE VIEW src_{name} AS SELECT * FROM {parquet_source(path)}")
         yield connection
 
 
@@ -107,23 +109,17 @@ def table_facts(
                    "lifespans": lifespan_rows, "present_day": present_day}  # fmt: skip
         for name, table in sources.items():
             connection.register(f"src_{name}", table)
-        reached = reach(connection, shard, pids)
+        pids = pids or default_catalog().chain_pids
+        _create_gold_rows(connection, pids)
+        reached = _reach(connection, shard or Shard(0, 1), pids)
     return SnapshotFacts(snapshot_year, **reached)
 
 
-def reach(
-    connection: duckdb.DuckDBPyConnection,
-    shard: Shard | None = None,
-    pids: tuple[str, ...] | None = None,
-) -> dict:
+def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str, ...]) -> dict:
     """What the index of ``shard`` is built from (``SnapshotFacts``' arguments but the year),
-    from the relations ``src_<name>`` of ``SOURCES`` on ``connection``. ``pids``: the
-    properties chains may ask about (default: those of the property list marked for chains).
-    The caller closes the connection before building the index, so that DuckDB's memory is
-    returned first."""
-    shard = shard or Shard(0, 1)
-    pids = pids or default_catalog().chain_pids
-    _create_gold_rows(connection, pids)
+    from the relations ``src_<name>`` of ``SOURCES`` and ``gold_rows`` of the properties
+    ``pids`` on ``connection``. The caller closes the connection before building the index,
+    so that DuckDB's memory is returned first."""
     kinds, unnameable = _subject_kinds(connection, shard)
     connection.register("subject_kinds", kinds)
     _create_holders(connection)
@@ -147,7 +143,7 @@ def reach(
     ).to_arrow_table()
     intervals = connection.sql(
         f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
-            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN {_sql_list(pids)}"""
+            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN ({sql_list(pids)})"""
     ).to_arrow_table()
     lifespan_rows = connection.sql(
         f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
@@ -172,14 +168,14 @@ def reach(
 def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
     """``gold_rows``: the truth rows with a canonical value of the properties ``pids``, less
     the pairs with a value of unknown validity at some anchor."""
-    wanted = _sql_list(pids)
+    wanted = sql_list(pids)
     connection.execute(f"""CREATE TEMP TABLE gold_rows AS
         WITH uncertain AS (
             SELECT DISTINCT subject_qid, pid FROM src_truth
-            WHERE pid IN {wanted} AND len(coalesce(uncertain_value_qids, [])) > 0)
+            WHERE pid IN ({wanted}) AND len(coalesce(uncertain_value_qids, [])) > 0)
         SELECT t.anchor, t.subject_qid, t.pid, t.value_qids, t.canonical_value_qid
         FROM src_truth t ANTI JOIN uncertain u USING (subject_qid, pid)
-        WHERE t.pid IN {wanted} AND t.canonical_value_qid IS NOT NULL""")  # fmt: skip
+        WHERE t.pid IN ({wanted}) AND t.canonical_value_qid IS NOT NULL""")  # fmt: skip
 
 
 def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
@@ -189,7 +185,7 @@ def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
         SELECT g.*, k.is_root, k.plain,
                bool_and(g.anchor IS NULL) OVER (PARTITION BY g.subject_qid, g.pid) AS timeless
         FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid
-        WHERE g.pid IN {_sql_list(RELATIONS)}""")  # fmt: skip
+        WHERE g.pid IN ({sql_list(RELATIONS)})""")  # fmt: skip
     connection.execute("""CREATE TEMP TABLE holder_groups AS
         WITH holders AS (
             SELECT pid AS relation, unnest(value_qids) AS value_qid,
@@ -235,14 +231,14 @@ def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
 def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
     """``reached``: the roots, their values, the values of those three bridged hops deep,
     and the related subjects of ``needed_holders``."""
-    hops = _sql_list(HOP_PIDS)
+    hops = sql_list(HOP_PIDS)
     connection.execute(f"""CREATE TEMP TABLE reached AS
         WITH d0 AS (SELECT qid FROM subject_kinds WHERE is_root),
         d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
         d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
-               WHERE pid IN {hops}),
+               WHERE pid IN ({hops})),
         d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
-               WHERE pid IN {hops})
+               WHERE pid IN ({hops}))
         SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3
         UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
 
@@ -261,7 +257,7 @@ def _subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> tuple
     unnameable = 0
     for batch in reader:
         for qid, label, description, holders in zip(*batch.to_pydict().values(), strict=True):
-            shared = holders > 1 and clean_label(label)
+            shared = holders > 1
             name = naming(label, description, shared)
             unnameable += name is None
             columns["qid"].append(qid)
@@ -320,7 +316,3 @@ INTERVALS_SCHEMA = pa.schema(
 PRESENT_SCHEMA = pa.schema(
     [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qids", pa.list_(pa.string()))]
 )
-
-
-def _sql_list(values) -> str:
-    return "(" + ", ".join(f"'{value}'" for value in values) + ")"

@@ -129,7 +129,9 @@ def generate_family(
     own = facts.fresh()
     chains = list(family_module(family).generate(own, templates, seed))
     table, missing = family_turns_table(chains, templates, own.labels, seed=seed)
-    return FamilyOutput(chains, table, missing, own.drops, own.refused, facts.unnameable_subjects)
+    return FamilyOutput(
+        chains, table, missing, own.drops, own.refused, facts.wide.unnameable_subjects
+    )
 
 
 def generate_families(

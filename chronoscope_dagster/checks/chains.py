@@ -9,9 +9,8 @@ from chronoscope_dagster.chains.audit import (
     timeless_outside_lifespan_sql,
     uncovered_sql,
 )
-from chronoscope_dagster.chains.facts import Shard
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.chains.reach import gold_subject_count, warehouse_facts
+from chronoscope_dagster.chains.reach import sampled_warehouse_facts
 from chronoscope_dagster.chains.records import generate_family, rooted_in
 from chronoscope_dagster.chains.stats import (
     balance_misses,
@@ -24,8 +23,8 @@ from chronoscope_dagster.checks.expectations import (
     suite_check_result,
     suite_per_snapshot,
 )
-from chronoscope_dagster.checks.partitions import sql_list
 from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 DETERMINISM_SUBJECTS = 10_000
@@ -234,16 +233,15 @@ def chains_deterministic(
     store = warehouse.warehouse
     differing, checked = [], {}
     for year in sorted({p["snapshot_year"] for p in store.partitions("family_carryover")}):
-        count = -(-gold_subject_count(store, year) // config.subjects_per_check) or 1
-        shard = Shard(config.shard % count, count)
-        checked[year] = "all" if count == 1 else f"shard {shard.index} of {shard.count}"
-        facts = warehouse_facts(store, year, shard)
+        facts = sampled_warehouse_facts(store, year, config.subjects_per_check, config.shard)
+        shard = facts.wide.roots
+        checked[year] = "all" if shard.count == 1 else f"shard {shard.index} of {shard.count}"
         for family in FAMILIES:
             used = store.read_report(f"family_{family}", snapshot_year=year)
             templates = load_templates(used["language"])
             again = generate_family(facts, family, templates, used["seed"]).table
             stored = pq.read_table(store.data_path(f"family_{family}", snapshot_year=year))
-            if not again.equals(stored if count == 1 else rooted_in(stored, shard)):
+            if not again.equals(stored if shard.count == 1 else rooted_in(stored, shard)):
                 differing.append(f"{family}[{year}]")
     return dg.AssetCheckResult(
         passed=not differing,

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 
 from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
 from chronoscope_dagster.assets.paraphrase import VARIANTS, variant_turns_sql
-from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
+from chronoscope_dagster.checks.partitions import checked_partitions
 from chronoscope_dagster.evaluation.knowledge import (
     REFERENCE_EXPLICIT_ACC,
     REFERENCE_KNOWLEDGE,
@@ -18,6 +18,7 @@ from chronoscope_dagster.evaluation.knowledge import (
 from chronoscope_dagster.evaluation.metrics import OVERALL, consistency_problems
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 

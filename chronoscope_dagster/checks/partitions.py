@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import dagster as dg
 
 from chronoscope_dagster.warehouse import Warehouse
@@ -25,8 +23,3 @@ def checked_partitions(
         ):
             return [partition]
     return available
-
-
-def sql_list(values: Iterable[str], *, numeric: bool = False) -> str:
-    items = [str(int(v)) if numeric else "'" + str(v).replace("'", "''") + "'" for v in values]
-    return ", ".join(items) if items else "NULL"

@@ -12,8 +12,9 @@ from chronoscope_dagster.checks.expectations import (
     suite_check_result,
     suite_per_snapshot,
 )
-from chronoscope_dagster.checks.partitions import checked_partitions, sql_list
+from chronoscope_dagster.checks.partitions import checked_partitions
 from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
+from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.truth.table import write_truth
 from chronoscope_dagster.warehouse import parquet_source
 

@@ -24,6 +24,7 @@ import duckdb
 import pyarrow as pa
 
 from chronoscope_dagster.parquet import RowGroupWriter
+from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.truth.anchors import Anchor, anchors_table
 
 RANK_SCORE = "CASE rank WHEN 'preferred' THEN 2 WHEN 'normal' THEN 1 ELSE 0 END"
@@ -180,7 +181,7 @@ def subject_ranges(
             GROUP BY before // {int(rows_per_range)} ORDER BY 1"""
         ).fetchall()
     ]
-    bounds = [_quoted(start) for start in starts[1:]]
+    bounds = [sql_string(start) for start in starts[1:]]
     if not bounds:
         return ["TRUE"]
     return [
@@ -188,10 +189,6 @@ def subject_ranges(
         *(f"subject_qid >= {lo} AND subject_qid < {hi}" for lo, hi in pairwise(bounds)),
         f"subject_qid >= {bounds[-1]}",
     ]
-
-
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 _MEMORY_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,

@@ -135,7 +135,7 @@ def related(facts: SnapshotFacts, subject: str, relation: str, year: int) -> lis
     for value in gold.qids if gold else ():
         for anchor in (str(year), None):
             found.update(
-                dict.fromkeys(_window(facts.holders.get((relation, value, anchor)), subject))
+                dict.fromkeys(_window(facts.wide.holders.get((relation, value, anchor)), subject))
             )
         found[value] = None
     found.pop(subject, None)
