@@ -166,25 +166,23 @@ class SnapshotFacts:
         self.person_classes = default_catalog().person_classes
         self.labels: dict[str, Label] = {
             qid: Label(label, tuple(aliases or ()), description)
-            for qid, label, aliases, description in zip(
-                *_columns(labels, ["qid", "label", "aliases", "description"]), strict=True
+            for qid, label, aliases, description in _rows(
+                labels, ["qid", "label", "aliases", "description"]
             )
             if clean_label(label)
         }
         self.golds: dict[tuple[str, str], dict[str | None, Gold]] = defaultdict(dict)
         columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid"]
         distinct: dict[Gold, Gold] = {}
-        for anchor, subject, pid, values, canonical in zip(
-            *_columns(gold_rows, columns), strict=True
-        ):
+        anchors: dict[str | None, str | None] = {}
+        for anchor, subject, pid, values, canonical in _rows(gold_rows, columns):
             gold = Gold(tuple(values), canonical)
+            anchor = anchors.setdefault(anchor, anchor)
             self.golds[(subject, pid)][anchor] = distinct.setdefault(gold, gold)
         self._index_intervals(intervals)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {
             (subject, pid): tuple(values)
-            for subject, pid, values in zip(
-                *_columns(present_day, ["subject_qid", "pid", "value_qids"]), strict=True
-            )
+            for subject, pid, values in _rows(present_day, ["subject_qid", "pid", "value_qids"])
         }
         self.pids_by_subject: dict[str, list[str]] = defaultdict(list)
         for subject, pid in sorted(self.golds, key=_pair_order):
@@ -231,10 +229,8 @@ class SnapshotFacts:
         )
         self.timeless_values: dict[tuple[str, str], set[str]] = defaultdict(set)
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
-        rows = _columns(python_dates(intervals.select(list(INTERVAL_COLUMNS))), INTERVAL_COLUMNS)
-        for subject, pid, value, start, until, certain_until, timeless, end_unknown in zip(
-            *rows, strict=True
-        ):
+        rows = _rows(python_dates(intervals.select(list(INTERVAL_COLUMNS))), INTERVAL_COLUMNS)
+        for subject, pid, value, start, until, certain_until, timeless, end_unknown in rows:
             key = (subject, pid)
             if key not in self.golds:
                 continue
@@ -291,26 +287,27 @@ class SnapshotFacts:
     def gold(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
         """The decided gold at an anchor, or None; a (subject, property) with only timeless
         facts holds at every anchor of its subject's lifespan."""
+        by_anchor = self.golds.get((subject, pid))
+        if not by_anchor:
+            return None
+        timeless = None in by_anchor and len(by_anchor) == 1
+        if not timeless and anchor not in by_anchor:
+            return None
         key = (subject, pid, anchor)
         decision = self._decisions.get(key)
         if decision is None:
-            decision = self._decisions[key] = self._decide(subject, pid, anchor)
+            gold = by_anchor[None] if timeless else by_anchor[anchor]
+            decision = self._decisions[key] = self._decide(subject, pid, anchor, gold, by_anchor)
         gold, refused = decision
         if refused is not None:
             self.refuse(subject, pid, anchor, refused)
         return gold
 
-    def _decide(self, subject: str, pid: str, anchor: str | None) -> tuple[Gold | None, str | None]:
-        """The gold at an anchor, or None with the reason the facts refuse it (None where
-        there is nothing to refuse)."""
-        by_anchor = self.golds.get((subject, pid))
-        if not by_anchor:
-            return None, None
-        gold = (
-            by_anchor[None] if None in by_anchor and len(by_anchor) == 1 else by_anchor.get(anchor)
-        )
-        if gold is None:
-            return None, None
+    def _decide(
+        self, subject: str, pid: str, anchor: str | None, gold: Gold, by_anchor: dict
+    ) -> tuple[Gold | None, str | None]:
+        """The gold at an anchor (``gold``, the truth table's), or None with the reason the
+        facts refuse it."""
         span = anchor_span(anchor, self.snapshot_year)
         outside = self.existence(subject).outside(span)
         if outside is not None:
@@ -463,13 +460,18 @@ class SnapshotFacts:
         )
 
 
-def _columns(table: pa.Table, names: Sequence[str]) -> list[list]:
-    """The named columns as Python lists (a missing one as nulls), to zip row by row: much
-    faster than a list of row dicts."""
-    return [
-        table.column(name).to_pylist() if name in table.column_names else [None] * table.num_rows
-        for name in names
-    ]
+def _rows(table: pa.Table, names: Sequence[str], batch_rows: int = 1 << 16) -> Iterator[tuple]:
+    """The named columns (a missing one as nulls) row by row, converted to Python a batch at
+    a time: much faster than row dicts, and never the whole table as Python objects."""
+    for batch in table.to_batches(batch_rows):
+        present = batch.schema.names
+        yield from zip(
+            *(
+                batch.column(name).to_pylist() if name in present else [None] * batch.num_rows
+                for name in names
+            ),
+            strict=True,
+        )
 
 
 def _anchor_year(anchor: str | None) -> int | None:
