@@ -1,6 +1,7 @@
 """A sharded build through Dagster's celery executor: two real celery workers on the machine's
 Redis run every step, extraction, intervals, truth and chain generation split into shards
-(and chain shards into worker processes: ``-P solo`` workers may start them), and the files
+(chain shards as many as ``roots_per_shard`` asks, each split into worker processes: ``-P
+solo`` workers may start them), and the files
 and the counts are those of the unsharded in-process build, byte for byte."""
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.chains.families import FAMILIES
+from chronoscope_dagster.chains.reach import root_subject_count
+from chronoscope_dagster.warehouse import Warehouse
 
 REDIS = ("127.0.0.1", 6379)
 BROKER = "redis://127.0.0.1:6379/11"
@@ -32,12 +35,8 @@ BUILD = [
         },
     ),
     ("present_day", None, {}),
-    (
-        ",".join(f"family_{family}" for family in FAMILIES),
-        YEAR,
-        {"chain_families": {"config": {"shards": SHARDS, "workers": 2}}},
-    ),
 ]
+FAMILY_ASSETS = ",".join(f"family_{family}" for family in FAMILIES)
 
 
 def _redis() -> None:
@@ -85,8 +84,11 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
         )
         for n in range(2)
     ]
+    roots = root_subject_count(Warehouse(sample_home[0]), YEAR)
+    chain_config = {"roots_per_shard": -(-roots // SHARDS), "workers": 2}
+    build = [*BUILD, (FAMILY_ASSETS, YEAR, {"chain_families": {"config": chain_config}})]
     try:
-        for selection, partition, ops in BUILD:
+        for selection, partition, ops in build:
             materialize = [
                 bin_dir / "dagster", "asset", "materialize", "-m",
                 "chronoscope_dagster.definitions", "--select", selection,

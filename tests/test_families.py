@@ -122,6 +122,33 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sam
         assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)
 
 
+def test_roots_per_shard_plans_enough_shards_for_every_root(sample_home, sample_facts):
+    """The shard count for at most N roots a shard: every subject a chain may start from is
+    counted, and the count is rounded up, never below the shards asked for."""
+    from chronoscope_dagster.chains.reach import root_subject_count, shard_count
+    from chronoscope_dagster.warehouse import Warehouse
+
+    roots = root_subject_count(Warehouse(sample_home[0]), "2025")
+    assert roots >= len(sample_facts.pids_by_subject) > 0
+    assert [shard_count(10, n) for n in (1, 3, 4, 10, 11)] == [10, 4, 3, 1, 1]
+    assert shard_count(0, 5) == 1 and shard_count(10, 4, at_least=7) == 7
+
+
+def test_the_snapshot_wide_kinds_name_subjects_as_the_index_does(sample_facts):
+    """DuckDB counts the subjects no question can name (no label among them) by the rule the
+    index names them by, and marks the holders nameable without digits."""
+    subjects = sample_facts.pids_by_subject
+    names = {subject: sample_facts.subject_name(subject) for subject in subjects}
+    assert None in names.values()
+    assert sample_facts.wide.unnameable_subjects == sum(name is None for name in names.values())
+    plain = {
+        member for group in sample_facts.wide.holders.values() for member in group.members.values()
+    }
+    assert plain and all(
+        names[member] and not any(c.isdigit() for c in names[member]) for member in plain
+    )
+
+
 def test_families_from_several_workers_equal_one_process(sample_home):
     """Each worker indexes the snapshot and generates one subject-hash shard of every family;
     merged, the chains, their Parquet bytes and the refusal counts are those of one process."""

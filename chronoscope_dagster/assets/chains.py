@@ -18,7 +18,12 @@ from chronoscope_dagster.chains.facts import Shard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.reach import warehouse_facts
+from chronoscope_dagster.chains.reach import (
+    DEFAULT_ROOTS_PER_SHARD,
+    root_subject_count,
+    shard_count,
+    warehouse_facts,
+)
 from chronoscope_dagster.chains.records import generate_families, merged_turns
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
@@ -46,7 +51,15 @@ class ChainConfig(dg.Config):
         "chain starts from: each step (which an executor may place on another process or "
         "machine) indexes the subjects its shard's chains reach and generates them, and the "
         "shards are merged in order; the output is the same for any number. Memory follows "
-        "a shard's reach: raise it until a step fits.",
+        "a shard's reach: raise it (or lower roots_per_shard) until a step fits.",
+    )
+    roots_per_shard: int = Field(
+        default=DEFAULT_ROOTS_PER_SHARD,
+        ge=0,
+        description="At most this many root subjects (subjects with a truth row of a chain "
+        "property) per shard: the shard count is the larger of `shards` and the snapshot's "
+        "root subjects divided by this, rounded up, so a step's memory follows this number "
+        "rather than the snapshot's size. 0: `shards` alone.",
     )
     workers: int = Field(
         default=1,
@@ -86,7 +99,7 @@ class GeneratedShard:
 
 @dg.op(ins={"facts": dg.In(dg.Nothing)}, out=dg.DynamicOut(ChainShard))
 def plan_chain_shards(
-    context: dg.OpExecutionContext, config: ChainConfig
+    context: dg.OpExecutionContext, config: ChainConfig, warehouse: WarehouseResource
 ) -> Iterator[dg.DynamicOutput[ChainShard]]:
     """One step per shard, each generating the selected families."""
     families = tuple(
@@ -94,9 +107,16 @@ def plan_chain_shards(
         for family in FAMILIES
         if dg.AssetKey(f"family_{family}") in context.selected_asset_keys
     )
-    for index in range(config.shards):
+    count = config.shards
+    if config.roots_per_shard:
+        roots = root_subject_count(warehouse.warehouse, context.partition_key)
+        count = shard_count(roots, config.roots_per_shard, config.shards)
+        context.log.info(
+            f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: {count} shards"
+        )
+    for index in range(count):
         yield dg.DynamicOutput(
-            ChainShard(index, config.shards, families, config.model_dump()),
+            ChainShard(index, count, families, config.model_dump()),
             mapping_key=f"shard_{index}",
         )
 
@@ -192,7 +212,7 @@ def merge_chain_shards(
                 ),
                 "no_explicit_question": dg.MetadataValue.json(dict(sorted(no_explicit.items()))),
                 "seed": config.seed,
-                "shards": config.shards,
+                "shards": len(shards),
                 "workers": config.workers,
                 "preview": dg.MetadataValue.md(
                     markdown_table(["chain", "turn", "question", "answer"], preview)

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 
 import duckdb
 import pyarrow as pa
+from duckdb.sqltypes import BOOLEAN, TINYINT, VARCHAR
 
 from chronoscope_dagster.chains.evidence import python_dates
 from chronoscope_dagster.chains.facts import (
@@ -38,9 +39,27 @@ from chronoscope_dagster.wikidata.properties import default_catalog
 
 SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
-KINDS_SCHEMA = pa.schema([("qid", pa.string()), ("is_root", pa.bool_()),
-                          ("plain", pa.bool_()), ("shared", pa.bool_())])  # fmt: skip
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
+DEFAULT_ROOTS_PER_SHARD = 10_000
+"""Root subjects per shard by default: about 1 GB a step (measured at 50k and 200k entities)."""
+
+
+def root_subject_count(warehouse: Warehouse, year: str) -> int:
+    """The subjects of one snapshot with a truth row of a chain property: the roots chains
+    may start from, which shards divide."""
+    path = warehouse.data_path("truth", snapshot_year=year)
+    with warehouse.connect() as connection:
+        [(count,)] = connection.execute(
+            f"""SELECT count(DISTINCT subject_qid) FROM {parquet_source(path)}
+                WHERE pid IN ({sql_list(default_catalog().chain_pids)})"""
+        ).fetchall()
+    return count
+
+
+def shard_count(roots: int, roots_per_shard: int, at_least: int = 1) -> int:
+    """How many shards hold ``roots`` root subjects at most ``roots_per_shard`` each (about:
+    a hash divides them), and at least ``at_least``."""
+    return max(at_least, -(-roots // roots_per_shard))
 
 
 def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
@@ -65,7 +84,7 @@ def sampled_warehouse_facts(
         [(subjects,)] = connection.execute(
             "SELECT count(DISTINCT subject_qid) FROM gold_rows"
         ).fetchall()
-        count = max(1, -(-subjects // max_roots))
+        count = shard_count(subjects, max_roots)
         reached = _reach(connection, Shard(which % count, count), pids)
     return SnapshotFacts(int(year), **reached)
 
@@ -120,8 +139,7 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
     from the relations ``src_<name>`` of ``SOURCES`` and ``gold_rows`` of the properties
     ``pids`` on ``connection``. The caller closes the connection before building the index,
     so that DuckDB's memory is returned first."""
-    kinds, unnameable = _subject_kinds(connection, shard)
-    connection.register("subject_kinds", kinds)
+    unnameable = _create_subject_kinds(connection, shard)
     _create_holders(connection)
     _create_reached(connection)
     gold = connection.sql(
@@ -243,28 +261,50 @@ def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
         UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
 
 
-def _subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> tuple[pa.Table, int]:
-    """Per subject with a gold: whether it is a root of ``shard``, nameable without digits
-    (``plain``: a holder of ``cross_entity_then``) and named with a label another subject
-    shares; and how many subjects cannot be named (``SnapshotFacts.subject_name``)."""
-    reader = connection.sql(
-        """SELECT s.subject_qid, l.label, l.description,
-                  count(l.label) OVER (PARTITION BY l.label) AS label_holders
-           FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
-           LEFT JOIN src_labels l ON l.qid = s.subject_qid"""
-    ).to_arrow_reader(1 << 16)
-    columns: dict[str, list] = {name: [] for name in KINDS_SCHEMA.names}
-    unnameable = 0
-    for batch in reader:
-        for qid, label, description, holders in zip(*batch.to_pydict().values(), strict=True):
-            shared = holders > 1
-            name = naming(label, description, shared)
-            unnameable += name is None
-            columns["qid"].append(qid)
-            columns["is_root"].append(shard.holds(qid))
-            columns["plain"].append(name is not None and DIGIT.search(name) is None)
-            columns["shared"].append(shared)
-    return pa.table(columns, schema=KINDS_SCHEMA), unnameable
+def _create_subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
+    """``subject_kinds``: per subject with a gold, whether it is a root of ``shard``, nameable
+    without digits (``plain``: a holder of ``cross_entity_then``) and named with a label
+    another subject shares. Returns how many subjects cannot be named
+    (``SnapshotFacts.subject_name``). Python decides each row inside DuckDB, a vector at a
+    time, so the table stays within DuckDB's memory limit at any snapshot size."""
+    connection.create_function(
+        "in_shard", lambda qids: pa.array([shard.holds(qid) for qid in qids.to_pylist()]),
+        [VARCHAR], BOOLEAN, type="arrow", side_effects=False,
+    )  # fmt: skip
+    connection.create_function(
+        "name_kind", _name_kinds, [VARCHAR, VARCHAR, BOOLEAN], TINYINT, type="arrow",
+        null_handling="special", side_effects=False,
+    )  # fmt: skip
+    connection.execute(f"""CREATE TEMP TABLE subject_kinds AS
+        WITH labelled AS (
+            SELECT s.subject_qid AS qid, l.label, l.description,
+                   count(l.label) OVER (PARTITION BY l.label) > 1 AS shared
+            FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
+            LEFT JOIN src_labels l ON l.qid = s.subject_qid),
+        kinds AS (SELECT qid, shared, name_kind(label, description, shared) AS kind FROM labelled)
+        SELECT qid, in_shard(qid) AS is_root, kind = {_PLAIN} AS plain, shared,
+               kind = {_UNNAMEABLE} AS unnameable
+        FROM kinds""")  # fmt: skip
+    [(unnameable,)] = connection.execute(
+        "SELECT count(*) FROM subject_kinds WHERE unnameable"
+    ).fetchall()
+    return unnameable
+
+
+_UNNAMEABLE, _NAMED_WITH_DIGITS, _PLAIN = 0, 1, 2
+
+
+def _name_kinds(labels: pa.Array, descriptions: pa.Array, shared: pa.Array) -> pa.Array:
+    """Per subject, whether ``naming`` cannot name it, names it with a digit, or without."""
+    kinds = []
+    for label, description, is_shared in zip(
+        labels.to_pylist(), descriptions.to_pylist(), shared.to_pylist(), strict=True
+    ):
+        name = naming(label, description, bool(is_shared))
+        kinds.append(
+            _UNNAMEABLE if name is None else _NAMED_WITH_DIGITS if DIGIT.search(name) else _PLAIN
+        )
+    return pa.array(kinds, pa.int8())
 
 
 def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
