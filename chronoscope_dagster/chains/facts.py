@@ -173,12 +173,13 @@ class SnapshotFacts:
         }
         self.golds: dict[tuple[str, str], dict[str | None, Gold]] = defaultdict(dict)
         columns = ["anchor", "subject_qid", "pid", "value_qids", "canonical_value_qid"]
-        distinct: dict[Gold, Gold] = {}
+        distinct: dict[tuple[tuple[str, ...], str], Gold] = {}
         anchors: dict[str | None, str | None] = {}
         for anchor, subject, pid, values, canonical in _rows(gold_rows, columns):
-            gold = Gold(tuple(values), canonical)
-            anchor = anchors.setdefault(anchor, anchor)
-            self.golds[(subject, pid)][anchor] = distinct.setdefault(gold, gold)
+            key = (tuple(values), canonical)
+            if (gold := distinct.get(key)) is None:
+                gold = distinct[key] = Gold(*key)
+            self.golds[(subject, pid)][anchors.setdefault(anchor, anchor)] = gold
         self._index_intervals(intervals)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {
             (subject, pid): tuple(values)

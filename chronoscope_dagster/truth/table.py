@@ -203,23 +203,32 @@ def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
 
 
 def present_day_sql(truth: str, labels: str, anchor: str) -> str:
-    """Per (subject, property): the values at ``anchor`` (or timeless), with English labels."""
+    """Per (subject, property): the values at ``anchor`` (or timeless), with English labels.
+
+    The values are listed in QID order by a window rather than by ordered aggregates, which
+    DuckDB cannot spill: this way the query stays within its memory limit."""
     return f"""
     WITH current AS (
         SELECT * FROM {truth}
         WHERE (anchor = '{anchor}' OR anchor_scope = 'timeless') AND n_values > 0
     ), exploded AS (
-        SELECT c.subject_qid, c.pid, c.anchor, c.anchor_scope, c.canonical_value_qid,
+        SELECT c.subject_qid, c.pid, c.anchor_scope, c.canonical_value_qid,
                unnest(c.value_qids) AS value_qid
         FROM current c
+    ), labelled AS (
+        SELECT e.*, l.label, CAST(substr(e.value_qid, 2) AS BIGINT) AS number
+        FROM exploded e LEFT JOIN {labels} l ON l.qid = e.value_qid
     )
-    SELECT e.subject_qid, e.pid,
-           list(e.value_qid ORDER BY CAST(substr(e.value_qid, 2) AS BIGINT)) AS value_qids,
-           list(l.label ORDER BY CAST(substr(e.value_qid, 2) AS BIGINT)) AS value_labels,
-           any_value(e.canonical_value_qid) AS canonical_value_qid,
-           any_value(l.label) FILTER (WHERE e.value_qid = e.canonical_value_qid) AS canonical_label,
-           any_value(e.anchor_scope) = 'timeless' AS is_timeless
-    FROM exploded e LEFT JOIN {labels} l ON l.qid = e.value_qid
-    GROUP BY e.subject_qid, e.pid
-    ORDER BY e.subject_qid, e.pid
+    SELECT subject_qid, pid,
+           list(value_qid) OVER pair AS value_qids,
+           list(label) OVER pair AS value_labels,
+           any_value(canonical_value_qid) OVER pair AS canonical_value_qid,
+           any_value(label) FILTER (WHERE value_qid = canonical_value_qid) OVER pair
+               AS canonical_label,
+           any_value(anchor_scope) OVER pair = 'timeless' AS is_timeless
+    FROM labelled
+    WINDOW pair AS (PARTITION BY subject_qid, pid ORDER BY number
+                    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+    QUALIFY row_number() OVER (PARTITION BY subject_qid, pid ORDER BY number) = 1
+    ORDER BY subject_qid, pid
     """
