@@ -1,6 +1,8 @@
 """Chains: one asset per family and snapshot year (each subject-hash shard step builds the
 families from one index of what its chains reach), then the merged benchmark."""
 
+import resource
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
 REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
+_SELF_AND_WORKERS = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
 
 
 class ChainConfig(dg.Config):
@@ -112,7 +115,8 @@ def plan_chain_shards(
         roots = root_subject_count(warehouse.warehouse, context.partition_key)
         count = shard_count(roots, config.roots_per_shard, config.shards)
         context.log.info(
-            f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: {count} shards"
+            f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: "
+            f"{count} shard{'s' if count > 1 else ''}"
         )
     for index in range(count):
         yield dg.DynamicOutput(
@@ -126,6 +130,7 @@ def generate_chain_shard(
     context: dg.OpExecutionContext, shard: ChainShard, warehouse: WarehouseResource
 ) -> GeneratedShard:
     """The chains of the families rooted in one shard of the snapshot's subjects."""
+    started = time.perf_counter()
     year = context.partition_key
     store = warehouse.warehouse
     config = ChainConfig(**shard.config)
@@ -148,6 +153,11 @@ def generate_chain_shard(
             output.refused, output.no_explicit_question, output.unnameable_subjects
         )
         context.log.info(f"shard {shard.index}: {family}: {len(output.chains):,} chains")
+    peak_mb = max(resource.getrusage(who).ru_maxrss for who in _SELF_AND_WORKERS) // 1024
+    context.log.info(
+        f"shard {shard.index} of {shard.count}: {len(shard.families)} families in "
+        f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
+    )
     return GeneratedShard(shard, left)
 
 
