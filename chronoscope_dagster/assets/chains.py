@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 
 import dagster as dg
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
@@ -36,7 +37,7 @@ from chronoscope_dagster.chains.stats import (
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
-from chronoscope_dagster.processes import step_workers
+from chronoscope_dagster.processes import may_start_processes, step_workers
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
@@ -144,6 +145,7 @@ def generate_chain_shard(
         config.seed,
         workers or 1,
         Shard(shard.index, shard.count),
+        isolated=may_start_processes(),
     )
     left = {}
     for family, output in outputs:
@@ -153,10 +155,9 @@ def generate_chain_shard(
             output.refused, output.no_explicit_question, output.unnameable_subjects
         )
         context.log.info(f"shard {shard.index}: {family}: {len(output.chains):,} chains")
-    peak_mb = max(resource.getrusage(who).ru_maxrss for who in _SELF_AND_WORKERS) // 1024
     context.log.info(
         f"shard {shard.index} of {shard.count}: {len(shard.families)} families in "
-        f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
+        f"{time.perf_counter() - started:.1f} s, peak RSS {_peak_rss_mb():,} MB"
     )
     return GeneratedShard(shard, left)
 
@@ -170,6 +171,7 @@ def merge_chain_shards(
     warehouse: WarehouseResource,
 ) -> Iterator[dg.Output]:
     """Each family's shards as one table, in the order of unsharded generation."""
+    started = time.perf_counter()
     year = context.partition_key
     store = warehouse.warehouse
     shards = sorted(shards, key=lambda generated: generated.shard.index)
@@ -203,11 +205,12 @@ def merge_chain_shards(
             snapshot_year=year,
         )
         firsts = table.filter(pc.equal(table.column("turn_index"), 0))
-        preview_chains = set(firsts.column("chain_id").to_pylist()[:3])
+        preview_chains = pa.array(firsts.column("chain_id").to_pylist()[:3], pa.string())
         preview = [
             (row["chain_id"][:8], row["turn_index"], row["question"], row["answer"])
-            for row in table.select(["chain_id", "turn_index", "question", "answer"]).to_pylist()
-            if row["chain_id"] in preview_chains
+            for row in table.filter(pc.is_in(table.column("chain_id"), preview_chains))
+            .select(["chain_id", "turn_index", "question", "answer"])
+            .to_pylist()
         ]
         yield dg.Output(
             None,
@@ -229,6 +232,15 @@ def merge_chain_shards(
                 ),
             },
         )
+    context.log.info(
+        f"merged {len(shards)} shard{'s' if len(shards) > 1 else ''} in "
+        f"{time.perf_counter() - started:.1f} s, peak RSS {_peak_rss_mb():,} MB"
+    )
+
+
+def _peak_rss_mb() -> int:
+    """The peak resident memory of this step's process or of its largest worker."""
+    return max(resource.getrusage(who).ru_maxrss for who in _SELF_AND_WORKERS) // 1024
 
 
 def _plan_config(config: dict) -> dict:
