@@ -25,9 +25,13 @@ from chronoscope_dagster.chains.reach import (
     DEFAULT_ROOTS_PER_SHARD,
     root_subject_count,
     shard_count,
-    warehouse_facts,
 )
-from chronoscope_dagster.chains.records import generate_families, merged_turns
+from chronoscope_dagster.chains.records import merged_turns
+from chronoscope_dagster.chains.shard_files import (
+    ShardFamily,
+    merged_refusals,
+    write_shard_families,
+)
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -37,7 +41,7 @@ from chronoscope_dagster.chains.stats import (
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
-from chronoscope_dagster.processes import may_start_processes, step_workers
+from chronoscope_dagster.processes import in_own_process, step_workers
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
@@ -87,18 +91,9 @@ class ChainShard:
 
 
 @dataclass(frozen=True)
-class FamilyShard:
-    """What one shard of a family leaves for the merge besides its turns table."""
-
-    refused: frozenset[tuple[str, str, str | None, str]]
-    no_explicit_question: Counter[str]
-    unnameable_subjects: int
-
-
-@dataclass(frozen=True)
 class GeneratedShard:
     shard: ChainShard
-    families: dict[str, FamilyShard]
+    families: dict[str, ShardFamily]
 
 
 @dg.op(ins={"facts": dg.In(dg.Nothing)}, out=dg.DynamicOut(ChainShard))
@@ -138,23 +133,14 @@ def generate_chain_shard(
     workers, reduced = step_workers(config.workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
-    outputs = generate_families(
-        partial(warehouse_facts, store, year),
-        shard.families,
-        config.language,
-        config.seed,
-        workers or 1,
-        Shard(shard.index, shard.count),
-        isolated=may_start_processes(),
-    )
-    left = {}
-    for family, output in outputs:
-        asset = store.shard_asset(f"family_{family}")
-        store.write_table(asset, output.table, snapshot_year=year, shard=shard.key)
-        left[family] = FamilyShard(
-            output.refused, output.no_explicit_question, output.unnameable_subjects
+    left = in_own_process(
+        partial(
+            write_shard_families, store, year, shard.families, config.language, config.seed,
+            workers or 1, Shard(shard.index, shard.count), shard.key,
         )
-        context.log.info(f"shard {shard.index}: {family}: {len(output.chains):,} chains")
+    )  # fmt: skip
+    for family, written in left.items():
+        context.log.info(f"shard {shard.index}: {family}: {written.chains:,} chains")
     context.log.info(
         f"shard {shard.index} of {shard.count}: {len(shard.families)} families in "
         f"{time.perf_counter() - started:.1f} s, peak RSS {_peak_rss_mb():,} MB"
@@ -187,8 +173,8 @@ def merge_chain_shards(
                 for generated in shards
             ]
         )
-        refused = frozenset().union(*(generated.families[family].refused for generated in shards))
-        scopes_refused = Counter(reason for *_, reason in refused)
+        keys = [generated.shard.key for generated in shards]
+        scopes_refused = merged_refusals(store, family, year, keys)
         no_explicit = sum(
             (generated.families[family].no_explicit_question for generated in shards), Counter()
         )

@@ -41,7 +41,7 @@ SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 DEFAULT_ROOTS_PER_SHARD = 10_000
-"""Root subjects per shard by default: a chain step of 1.3 GB at 50k entities, 2.2 GB at 200k."""
+"""Root subjects per shard by default: a chain step of 0.9 GB at 50k entities, 1.4 GB at 200k."""
 
 
 def root_subject_count(warehouse: Warehouse, year: str) -> int:

@@ -141,19 +141,15 @@ def generate_families(
     seed: int,
     workers: int = 1,
     shard: Shard | None = None,
-    *,
-    isolated: bool = False,
 ) -> Iterator[tuple[str, FamilyOutput]]:
     """The ``families`` of the chains rooted in one ``shard`` of a snapshot (all of it
     without one), each as ``generate_family`` gives it, one at a time. ``facts`` (picklable)
     loads the index of a shard. With several ``workers``, each process loads one part of the
     shard and generates every family from it; the parts' chains are merged back in the order
     of their first subjects, and refusals are counted once over all parts, so the output is
-    the same for any number of workers. ``isolated`` runs even one worker in a process of its
-    own: Python returns little of a freed index to the system, so a process that generates
-    shard after shard (an in-process executor) would otherwise peak higher with each."""
+    the same for any number of workers."""
     shard = shard or Shard(0, 1)
-    if workers <= 1 and not isolated:
+    if workers <= 1:
         index, templates = facts(shard), load_templates(language)
         for family in families:
             yield family, generate_family(index, family, templates, seed)

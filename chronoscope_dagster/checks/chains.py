@@ -1,7 +1,6 @@
 """Checks of the chains stage: question form, gold validity, ids, coverage, determinism."""
 
 import dagster as dg
-import pyarrow.parquet as pq
 from pydantic import Field
 
 from chronoscope_dagster.chains.audit import (
@@ -9,15 +8,13 @@ from chronoscope_dagster.chains.audit import (
     timeless_outside_lifespan_sql,
     uncovered_sql,
 )
+from chronoscope_dagster.chains.determinism import differing_by_year
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.chains.reach import sampled_warehouse_facts
-from chronoscope_dagster.chains.records import generate_family, rooted_in
 from chronoscope_dagster.chains.stats import (
     balance_misses,
     missing_defining_kind_sql,
     repeated_questions_sql,
 )
-from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.checks.expectations import (
     GE_SAMPLE_ROWS,
     suite_check_result,
@@ -231,18 +228,15 @@ def chains_deterministic(
     config: DeterminismConfig, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     store = warehouse.warehouse
-    differing, checked = [], {}
-    for year in sorted({p["snapshot_year"] for p in store.partitions("family_carryover")}):
-        facts = sampled_warehouse_facts(store, year, config.subjects_per_check, config.shard)
-        shard = facts.wide.roots
-        checked[year] = "all" if shard.count == 1 else f"shard {shard.index} of {shard.count}"
-        for family in FAMILIES:
-            used = store.read_report(f"family_{family}", snapshot_year=year)
-            templates = load_templates(used["language"])
-            again = generate_family(facts, family, templates, used["seed"]).table
-            stored = pq.read_table(store.data_path(f"family_{family}", snapshot_year=year))
-            if not again.equals(stored if shard.count == 1 else rooted_in(stored, shard)):
-                differing.append(f"{family}[{year}]")
+    years = sorted({p["snapshot_year"] for p in store.partitions("family_carryover")})
+    compared = differing_by_year(store, years, config.subjects_per_check, config.shard)
+    differing = [
+        f"{family}[{year}]" for year, (_, families) in compared.items() for family in families
+    ]
+    checked = {
+        year: "all" if shard.count == 1 else f"shard {shard.index} of {shard.count}"
+        for year, (shard, _) in compared.items()
+    }
     return dg.AssetCheckResult(
         passed=not differing,
         metadata={"differing": differing, "subjects_regenerated": dg.MetadataValue.json(checked)},
