@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,6 +61,7 @@ def day_number(value: date | None, default: int) -> int:
 
 
 @lru_cache(maxsize=1 << 16)
+@cache
 def anchor_span(anchor: str | None, snapshot_year: int) -> Span:
     """The days of an anchor key: a day, a year, a span of years ``Y1-Y2``, or the present."""
     if anchor is None:

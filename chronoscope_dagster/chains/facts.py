@@ -48,6 +48,7 @@ PLACEHOLDERS = frozenset(
 )  # fmt: skip
 IDENTIFIER = re.compile(r"[QPL]\d+")
 MAX_LABEL = 100
+UNKNOWN_LIFESPAN = Lifespan()
 INTERVAL_COLUMNS = ("subject_qid", "pid", "value_qid", "valid_from", "valid_until",
                     "certain_until", "is_timeless", "end_unknown")  # fmt: skip
 
@@ -250,7 +251,7 @@ class SnapshotFacts:
 
     def lifespan(self, subject: str) -> Lifespan:
         """The recorded lifespan (birth or inception to death or dissolution)."""
-        return self.lifespans.get(subject, Lifespan())
+        return self.lifespans.get(subject, UNKNOWN_LIFESPAN)
 
     def existence(self, subject: str) -> Lifespan:
         """The recorded lifespan; without a birth or inception, the subject existed at least
@@ -288,15 +289,15 @@ class SnapshotFacts:
     def gold(self, subject: str, pid: str, anchor: str | None) -> Gold | None:
         """The decided gold at an anchor, or None; a (subject, property) with only timeless
         facts holds at every anchor of its subject's lifespan."""
-        by_anchor = self.golds.get((subject, pid))
-        if not by_anchor:
-            return None
-        timeless = None in by_anchor and len(by_anchor) == 1
-        if not timeless and anchor not in by_anchor:
-            return None
         key = (subject, pid, anchor)
         decision = self._decisions.get(key)
         if decision is None:
+            by_anchor = self.golds.get((subject, pid))
+            if not by_anchor:
+                return None
+            timeless = None in by_anchor and len(by_anchor) == 1
+            if not timeless and anchor not in by_anchor:
+                return None
             gold = by_anchor[None] if timeless else by_anchor[anchor]
             decision = self._decisions[key] = self._decide(subject, pid, anchor, gold, by_anchor)
         gold, refused = decision

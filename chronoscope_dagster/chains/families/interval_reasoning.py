@@ -31,6 +31,7 @@ the previous turn's. A pair with fewer than 3 options is refused
 from __future__ import annotations
 
 import random
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Iterator
 
@@ -62,18 +63,12 @@ def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]
     ]
 
 
-def held(years: dict[int, Gold], y1: int, y2: int) -> set[str]:
-    """Every value valid at any time from y1 to y2, both included."""
-    return {qid for year in range(y1, y2 + 1) if year in years for qid in years[year].qids}
-
-
 def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         years = facts.year_golds(subject, pid)
         askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})
         options: dict[str, list[Option]] = {"yes": [], "no": []}
-        for span in spans(facts, years):
-            inside = held(years, *span)
+        for span, inside in _held_in_spans(years, spans(facts, years)):
             covered = facts.covers_years(subject, pid, *span)
             for qid in askable:
                 if qid in inside:
@@ -123,22 +118,55 @@ Option = tuple[tuple[int, int], str]
 """A yes/no question: the span (y1, y2) and the asked value."""
 
 
+def _held_in_spans(
+    years: dict[int, Gold], spans: list[tuple[int, int]]
+) -> Iterator[tuple[tuple[int, int], set[str]]]:
+    """Each span (sorted by y1, then y2) with the values ``held`` in it, each y1's spans
+    grown year by year; the set is reused, so read it before the next span."""
+    start, end, inside = None, 0, set()
+    for y1, y2 in spans:
+        if y1 != start:
+            start, end, inside = y1, y1 - 1, set()
+        for year in range(end + 1, y2 + 1):
+            if year in years:
+                inside.update(years[year].qids)
+        end = y2
+        yield (y1, y2), inside
+
+
 def _draw(
     rng: random.Random, options: dict[str, list[Option]], previous: Option | None
 ) -> tuple[str, Option] | None:
     """An answer (even odds where both remain), then an unused option with it whose span
-    differs from the previous question's; the option is used up."""
-    usable = {
-        answer: [option for option in found if previous is None or option[0] != previous[0]]
-        for answer, found in options.items()
-    }
-    answers = [answer for answer in ("yes", "no") if usable[answer]]
+    differs from the previous question's; the option is used up. Options are in span order,
+    so those of the previous span are one block, skipped by index rather than copied."""
+    blocks = {answer: _span_block(found, previous) for answer, found in options.items()}
+    answers = [
+        answer
+        for answer in ("yes", "no")
+        if len(options[answer]) > blocks[answer][1] - blocks[answer][0]
+    ]
     if not answers:
         return None
     answer = rng.choice(answers)
-    option = rng.choice(usable[answer])
-    options[answer].remove(option)
-    return answer, option
+    found, (low, high) = options[answer], blocks[answer]
+    index = rng.choice(range(len(found) - (high - low)))
+    return answer, found.pop(index if index < low else index + high - low)
+
+
+def _span_block(found: list[Option], previous: Option | None) -> tuple[int, int]:
+    """Where the options of the previous question's span lie in ``found``."""
+    if previous is None:
+        return 0, 0
+    span = previous[0]
+    return (
+        bisect_left(found, span, key=_span_of),
+        bisect_right(found, span, key=_span_of),
+    )
+
+
+def _span_of(option: Option) -> tuple[int, int]:
+    return option[0]
 
 
 def _askable(facts: SnapshotFacts, qids: set[str]) -> list[str]:
