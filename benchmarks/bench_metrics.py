@@ -30,7 +30,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
-from chronoscope_dagster.evaluation.matching import MODES, score_turns, score_turns_loop
+from chronoscope_dagster.evaluation.matching import MODES, score_turns_loop
+from chronoscope_dagster.evaluation.scoring import score_turns
 
 SYLLABLES = [
     "ka", "ro", "lin", "mar", "te", "su", "vi", "an", "del", "or", "bra", "ne", "gu", "li", "sto",

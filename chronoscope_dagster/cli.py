@@ -42,7 +42,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="chronoscope", description="Build and evaluate the ChronoScope benchmark with Dagster."
     )
     commands = parser.add_subparsers(dest="command", required=True)
+    for add in (_add_run, _add_models, _add_probe, _add_report, _add_sql):
+        add(commands)
+    return parser
 
+
+def _add_run(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope run``: materialize a selection with its checks."""
     run = commands.add_parser(
         "run",
         help="materialize assets with their checks",
@@ -139,6 +145,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(handler=_run)
 
+
+def _add_models(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope models list|add|convert``: the model registry."""
     models = commands.add_parser(
         "models",
         help="the model registry: list entries, convert a GGUF for vLLM",
@@ -185,6 +194,9 @@ def _parser() -> argparse.ArgumentParser:
     convert.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default="float32")
     convert.set_defaults(handler=_models_convert)
 
+
+def _add_probe(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope probe --export``: the probe's corpus as LongMemEval JSON."""
     probe = commands.add_parser(
         "probe",
         help="export the time-grounded probe's corpus as LongMemEval JSON",
@@ -196,6 +208,9 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
     probe.set_defaults(handler=_probe)
 
+
+def _add_report(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope report``: leaderboard and report from the metrics so far."""
     report = commands.add_parser(
         "report",
         help="refresh the leaderboard and the report from the metrics materialized so far",
@@ -206,6 +221,9 @@ def _parser() -> argparse.ArgumentParser:
     _home_argument(report)
     report.set_defaults(handler=_report)
 
+
+def _add_sql(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope sql``: read-only SQL over the warehouse views."""
     sql = commands.add_parser(
         "sql",
         help="run read-only SQL over the warehouse and print CSV",
@@ -215,7 +233,6 @@ def _parser() -> argparse.ArgumentParser:
     _home_argument(sql)
     sql.add_argument("query", help='e.g. "SELECT pid, count(*) FROM claims GROUP BY pid"')
     sql.set_defaults(handler=_sql)
-    return parser
 
 
 def _home_argument(parser: argparse.ArgumentParser) -> None:
@@ -437,7 +454,8 @@ def _models_convert(args: argparse.Namespace) -> int:
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from chronoscope_dagster.probe import CorpusError, build_corpus, export_corpus
+    from chronoscope_dagster.probe.assemble import build_corpus
+    from chronoscope_dagster.probe.corpus import CorpusError, export_corpus
 
     if args.generated < 0:
         raise UsageError("--generated must be at least 0")

@@ -18,6 +18,7 @@ from chronoscope_dagster.checks import chains as chains_checks
 from chronoscope_dagster.checks import evaluation as evaluation_checks
 from chronoscope_dagster.checks import ingest as ingest_checks
 from chronoscope_dagster.checks import paraphrase as paraphrase_checks
+from chronoscope_dagster.checks import probe as probe_checks
 from chronoscope_dagster.checks import truth as truth_checks
 from chronoscope_dagster.resources import (
     AnchorCalendar,
@@ -71,7 +72,7 @@ def build_definitions(
                 chains_checks,
                 evaluation_checks,
                 paraphrase_checks,
-                probe,
+                probe_checks,
             ]
         ),
         jobs=[main_job, ci_checks_job, evaluation_job, probe_job],
@@ -81,7 +82,7 @@ def build_definitions(
             "duckdb": DuckDBResource(database=str(warehouse.duckdb_path)),
             "dump_sources": dump_sources or DumpSources(),
             "anchor_calendar": anchor_calendar or AnchorCalendar(),
-            "models": models or ModelRegistry(),
+            "models": models or ModelRegistry(models_dir=str(warehouse.home / "models")),
         },
         executor=executor or dg.in_process_executor,
     )

@@ -104,7 +104,9 @@ def _run_selection(
     upstream: bool,
     echo: Callable[[str], None],
 ) -> list[dg.ExecuteInProcessResult]:
-    registry = ModelRegistry(path=models or "", threads=model_threads)
+    registry = ModelRegistry(
+        path=models or "", threads=model_threads, models_dir=str(Warehouse(home).home / "models")
+    )
     sources = DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers)
     defs = build_definitions(home, sources, models=registry)
     instance = instance or dg.DagsterInstance.get()
@@ -114,28 +116,65 @@ def _run_selection(
         instance.add_dynamic_partitions(model_partitions.name, new)
         echo(f"added model partitions: {', '.join(new)}")
     graph = defs.resolve_asset_graph()
+    selected = _selected(graph, selection)
+    warehouse = Warehouse(home)
+    versions = _versions(graph, sources, model_names)
+    stale = _stale_ancestors(warehouse, graph, selected, versions, model_names) if upstream else {}
+    plan = _plan(defs, graph, selected, stale, model_names)
+    for (key, partition_key), reason in stale.items():
+        if reason != NOT_MATERIALIZED:
+            label = key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
+            echo(f"planned again: {label}: {reason}")
+    job = defs.resolve_implicit_global_asset_job_def()
+    return [
+        _execute(job, keys, partition_key, f"[{number}/{len(plan)}]", instance, op_config,
+                 graph, warehouse, versions, echo)
+        for number, (keys, partition_key) in enumerate(plan, start=1)
+    ]  # fmt: skip
+
+
+Plan = list[tuple[list[dg.AssetKey], str | None]]
+"""The runs of a selection in order: the asset keys of each and its partition."""
+Stale = dict[tuple[dg.AssetKey, str | None], str]
+"""Partitions of unselected ancestors that must be built again, with the reason."""
+
+
+def _selected(graph, selection: str) -> set[dg.AssetKey]:
     try:
         selected = dg.AssetSelection.from_string(selection).resolve(graph)
     except Exception as error:
         raise ValueError(f"invalid asset selection {selection!r}: {error}") from error
     if not selected:
         raise ValueError(f"asset selection {selection!r} matches no asset")
-    warehouse = Warehouse(home)
-    versions = _versions(graph, sources, model_names)
-    ancestors = {a for key in selected if upstream for a in graph.get_ancestor_asset_keys(key)}
-    stale: dict[tuple[dg.AssetKey, str | None], str] = {}
-    for key in ancestors - set(selected):
+    return set(selected)
+
+
+def _stale_ancestors(
+    warehouse: Warehouse, graph, selected: set[dg.AssetKey], versions, model_names: list[str]
+) -> Stale:
+    """The partitions of the selection's unselected ancestors that are not valid inputs now."""
+    ancestors = {a for key in selected for a in graph.get_ancestor_asset_keys(key)}
+    stale: Stale = {}
+    for key in ancestors - selected:
         for partition_key in _keys_of(graph, key, model_names):
             reason = _stale_reason(warehouse, graph, key, partition_key, versions)
             if reason is not None:
                 stale[key, partition_key] = reason
+    return stale
+
+
+def _plan(
+    defs: dg.Definitions, graph, selected: set[dg.AssetKey], stale: Stale, model_names: list[str]
+) -> Plan:
+    """One run per group of assets partitioned alike and partition, in topological order,
+    holding the selected assets and the stale ancestors; a multi-asset runs whole."""
     multi_assets = [
         assets_def.keys
         for assets_def in defs.assets or ()
         if isinstance(assets_def, dg.AssetsDefinition) and len(assets_def.keys) > 1
     ]
-    wanted = set(selected) | {key for key, _ in stale}
-    plan = []
+    wanted = selected | {key for key, _ in stale}
+    plan: Plan = []
     for keys, partitions_def in _groups(
         graph, (k for k in graph.toposorted_asset_keys if k in wanted)
     ):
@@ -145,49 +184,51 @@ def _run_selection(
             run_keys = {k for k in keys if k in selected or (k, partition_key) in stale}
             for siblings in multi_assets:
                 if siblings & run_keys:
-                    run_keys |= siblings  # a multi-asset runs whole
+                    run_keys |= siblings
             if run_keys:
                 plan.append(
                     ([k for k in graph.toposorted_asset_keys if k in run_keys], partition_key)
                 )
-    for (key, partition_key), reason in stale.items():
-        if reason != NOT_MATERIALIZED:
-            label = key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
-            echo(f"planned again: {label}: {reason}")
-    job = defs.resolve_implicit_global_asset_job_def()
-    results = []
-    for number, (keys, partition_key) in enumerate(plan, start=1):
-        names = ", ".join(key.to_user_string() for key in keys)
-        label = f"{names} [{partition_key}]" if partition_key else names
-        echo(f"==> [{number}/{len(plan)}] {label}")
-        started = time.perf_counter()
-        result = job.execute_in_process(
-            asset_selection=keys,
-            partition_key=partition_key,
-            instance=instance,
-            run_config=run_config_of(keys, op_config, graph),
-            raise_on_error=False,
+    return plan
+
+
+def _execute(
+    job, keys: list[dg.AssetKey], partition_key: str | None, position: str,
+    instance: dg.DagsterInstance, op_config, graph, warehouse: Warehouse, versions,
+    echo: Callable[[str], None],
+) -> dg.ExecuteInProcessResult:  # fmt: skip
+    """One run of the plan, recorded in the home; ``RunFailed`` when a step or a blocking
+    check fails."""
+    names = ", ".join(key.to_user_string() for key in keys)
+    label = f"{names} [{partition_key}]" if partition_key else names
+    echo(f"==> {position} {label}")
+    started = time.perf_counter()
+    result = job.execute_in_process(
+        asset_selection=keys,
+        partition_key=partition_key,
+        instance=instance,
+        run_config=run_config_of(keys, op_config, graph),
+        raise_on_error=False,
+    )
+    _record(warehouse, graph, result, keys, partition_key, versions)
+    failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+    checks = len(result.get_asset_check_evaluations())
+    echo(
+        f"    {'ok' if result.success else 'FAILED'} in {time.perf_counter() - started:.1f} s: "
+        f"{len(result.get_asset_materialization_events())} materializations, "
+        f"{checks - len(failed_checks)}/{checks} checks passed"
+    )
+    if failed_checks:
+        echo(f"    failed checks: {', '.join(failed_checks)}")
+    if not result.success:
+        failed_steps = [
+            e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"
+        ]
+        raise RunFailed(
+            f"run {result.run_id} failed on {label}: steps {', '.join(failed_steps) or '-'}; "
+            f"failed checks {', '.join(failed_checks) or '-'}"
         )
-        results.append(result)
-        _record(warehouse, graph, result, keys, partition_key, versions)
-        failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
-        checks = len(result.get_asset_check_evaluations())
-        echo(
-            f"    {'ok' if result.success else 'FAILED'} in {time.perf_counter() - started:.1f} s: "
-            f"{len(result.get_asset_materialization_events())} materializations, "
-            f"{checks - len(failed_checks)}/{checks} checks passed"
-        )
-        if failed_checks:
-            echo(f"    failed checks: {', '.join(failed_checks)}")
-        if not result.success:
-            failed_steps = [
-                e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"
-            ]
-            raise RunFailed(
-                f"run {result.run_id} failed on {label}: steps {', '.join(failed_steps) or '-'}; "
-                f"failed checks {', '.join(failed_checks) or '-'}"
-            )
-    return results
+    return result
 
 
 NOT_MATERIALIZED = "not materialized"

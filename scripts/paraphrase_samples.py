@@ -23,20 +23,14 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from chronoscope_dagster.assets.paraphrase import turns_and_labels
-from chronoscope_dagster.chains.paraphrase import (
-    PARAPHRASE_MAX_NEW_TOKENS,
-    ParaphraseTurn,
-    clean_reply,
-    entity_names,
-    fold,
-    paraphrase_request,
-    turns_for_paraphrase,
-)
 from chronoscope_dagster.llm.base import Decoding
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.embedded import EMBEDDED_MODEL
 from chronoscope_dagster.llm.registry import parse_entry
+from chronoscope_dagster.paraphrase.filter import ParaphraseTurn, clean_reply, fold
+from chronoscope_dagster.paraphrase.queries import turns_and_labels
+from chronoscope_dagster.paraphrase.rewrite import PARAPHRASE_MAX_NEW_TOKENS, paraphrase_request
+from chronoscope_dagster.paraphrase.tables import entity_names, turns_for_paraphrase
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 KINDS = {"explicit": 80, "implicit": 80, "yes_no": 40, "count": 40}

@@ -16,10 +16,17 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from chronoscope_dagster.chains.evidence import DROP_REASONS
+from chronoscope_dagster.chains.benchmark import (
+    CHAINS_BY_FAMILY_SQL,
+    CHAINS_SQL,
+    REFUSAL_REASONS,
+    TURNS_SQL,
+    family_turns_sql,
+    merge_snapshots,
+    refusals_by_family,
+)
 from chronoscope_dagster.chains.facts import Shard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
-from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.reach import (
     DEFAULT_ROOTS_PER_SHARD,
@@ -43,9 +50,8 @@ from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import in_own_process, step_workers
 from chronoscope_dagster.resources import WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
+from chronoscope_dagster.warehouse import parquet_source, shard_key, write_query
 
-REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 _SELF_AND_WORKERS = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
 
 
@@ -308,36 +314,15 @@ def chains_and_turns(
             connection.register("imported", table)
             sources = "SELECT * FROM imported"
         else:
-            sources = " UNION ALL ".join(
-                f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
-                f"FROM {parquet_source(store.data_path(f'family_{family}', **p))}"
-                for family in FAMILIES
-                for p in store.partitions(f"family_{family}")
-            )
-        connection.execute(
-            f"""CREATE TEMP TABLE merged AS
-            WITH all_turns AS ({sources}),
-            first_snapshot AS (
-                SELECT chain_id, min(snapshot_year) AS snapshot_year FROM all_turns GROUP BY 1)
-            SELECT t.* FROM all_turns t JOIN first_snapshot USING (chain_id, snapshot_year)"""
-        )
+            sources = family_turns_sql(store)
+        merge_snapshots(connection, sources)
         with store.writing("turns") as path:
-            turns = write_query(
-                connection, "SELECT * FROM merged ORDER BY family, chain_id, turn_index", path
-            )
+            turns = write_query(connection, TURNS_SQL, path)
         with store.writing("chains") as path:
-            chains = write_query(
-                connection,
-                """SELECT chain_id, family, snapshot_year, anchor, chain_length AS length,
-                          scope_shifts, implicit_share, span_years
-                   FROM merged WHERE turn_index = 0 ORDER BY family, chain_id""",
-                path,
-            )
-        by_family = connection.execute(
-            "SELECT family, count(*) FROM merged WHERE turn_index = 0 GROUP BY 1 ORDER BY 1"
-        ).fetchall()
+            chains = write_query(connection, CHAINS_SQL, path)
+        by_family = connection.execute(CHAINS_BY_FAMILY_SQL).fetchall()
     warehouse.refresh_views(duckdb)
-    refused = _scopes_refused(store) if not config.import_jsonl else []
+    refused = refusals_by_family(store) if not config.import_jsonl else []
     source = config.import_jsonl or "generated families"
     yield dg.MaterializeResult(
         asset_key="turns",
@@ -357,18 +342,6 @@ def chains_and_turns(
             ),
         },
     )
-
-
-def _scopes_refused(store: Warehouse) -> list[tuple]:
-    """Per family, the (subject, property, scope) the facts did not decide, by reason, summed
-    over snapshot years."""
-    rows = []
-    for family in FAMILIES:
-        totals: Counter[str] = Counter()
-        for partition in store.partitions(f"family_{family}"):
-            totals.update(store.read_report(f"family_{family}", **partition)["scopes_refused"])
-        rows.append((family, *(totals[reason] for reason in REFUSAL_REASONS)))
-    return rows
 
 
 @dg.asset(

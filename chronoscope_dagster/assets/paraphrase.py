@@ -10,37 +10,39 @@ import pyarrow as pa
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from chronoscope_dagster.assets.evaluation import (
+from chronoscope_dagster.data import SNAPSHOT_YEARS
+from chronoscope_dagster.evaluation.answering import answer_turn_sets
+from chronoscope_dagster.evaluation.inference import predictions_table
+from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.evaluation.queries import metrics_of, write_predictions
+from chronoscope_dagster.llm.session import RequestProgress, open_chat
+from chronoscope_dagster.markdown import markdown_table
+from chronoscope_dagster.model_runs import (
     MetricsConfig,
     PredictionConfig,
-    ProgressLog,
-    answer_turn_sets,
+    answered_metadata,
     headline_metadata,
-    metrics_of,
-    model_chat,
-    write_predictions,
 )
-from chronoscope_dagster.chains.paraphrase import (
+from chronoscope_dagster.paraphrase.queries import (
+    VARIANTS,
+    subset_sql,
+    turns_and_labels,
+    variant_turns_sql,
+)
+from chronoscope_dagster.paraphrase.rewrite import (
     PARAPHRASE_MAX_NEW_TOKENS,
-    entity_names,
     kept_chains,
     paraphrase_decoding,
     paraphrase_turns,
+)
+from chronoscope_dagster.paraphrase.tables import (
+    entity_names,
     paraphrases_table,
-    subset_sql,
     turns_for_paraphrase,
 )
-from chronoscope_dagster.data import SNAPSHOT_YEARS
-from chronoscope_dagster.evaluation.inference import predictions_table
-from chronoscope_dagster.evaluation.prompts import Setting
-from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import DumpSources, ModelRegistry, WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
-
-VARIANTS = ("original", "paraphrased")
-"""The two conditions of Table 5 ("Orig", "Para"), evaluated on the same kept chains."""
-
+from chronoscope_dagster.warehouse import parquet_source
 
 SAMPLE_SUBSET_CHAINS = 24
 FULL_SUBSET_CHAINS = 10_000
@@ -68,29 +70,6 @@ class ParaphraseConfig(dg.Config):
     max_new_tokens: int = Field(default=PARAPHRASE_MAX_NEW_TOKENS, ge=8)
     seed: int = Field(default=42, description="Seed of the stratified choice of chains.")
     chunk_size: int = Field(default=64, ge=1)
-
-
-def turns_and_labels(store: Warehouse, chain_ids: str) -> tuple[pa.Table, pa.Table]:
-    """The turns of the chains ``chain_ids`` (SQL of a ``chain_id`` column) and the labels,
-    of every snapshot, of every entity they refer to."""
-    with store.connect() as connection:
-        turns = connection.sql(
-            f"""SELECT t.* FROM {parquet_source(store.data_path("turns"))} t
-                SEMI JOIN ({chain_ids}) c USING (chain_id)
-                ORDER BY t.chain_id, t.turn_index"""
-        ).to_arrow_table()
-        connection.register("chosen", turns)
-        labels = connection.sql(
-            f"""WITH wanted AS (
-                    SELECT subject_qid AS qid FROM chosen
-                    UNION SELECT asked_qid FROM chosen
-                    UNION SELECT unnest(gold_qids) FROM chosen
-                    UNION SELECT unnest(present_qids) FROM chosen)
-                SELECT qid, snapshot_year, label, aliases
-                FROM ({store.view_sql("labels")}) SEMI JOIN wanted USING (qid)
-                ORDER BY qid, snapshot_year"""
-        ).to_arrow_table()
-    return turns, labels
 
 
 @dg.asset(
@@ -125,13 +104,13 @@ def paraphrased_subset(
     chains = len(set(turns.column("chain_id").to_pylist()))
     context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {spec.name}")
     started = time.perf_counter()
-    with model_chat(store, spec, config.chunk_size) as chat:
+    with open_chat(spec, store.response_cache_path, config.chunk_size) as chat:
         results, counts = paraphrase_turns(
             items,
             chat,
             decoding,
             retries=config.retries,
-            progress=ProgressLog(context.log, f"paraphrasing with {spec.name}", None),
+            progress=RequestProgress(context.log, f"paraphrasing with {spec.name}", None),
         )
     backend = chat.backend
     table = paraphrases_table(results)
@@ -187,20 +166,6 @@ def paraphrased_subset(
     )
 
 
-def variant_turns_sql(store: Warehouse, variant: str) -> str:
-    """The turns of the kept chains, with the paraphrase as the question in ``paraphrased``;
-    the columns of ``sample_turns_sql``."""
-    question = {"original": "t.question", "paraphrased": "p.paraphrase"}[variant]
-    return f"""
-        SELECT t.chain_id, t.turn_index, {question} AS question, t.answer, t.present_labels,
-               t.is_explicit, t.explicit_question
-        FROM {parquet_source(store.data_path("turns"))} t
-        JOIN {parquet_source(store.data_path("paraphrased_subset"))} p
-            USING (chain_id, turn_index)
-        WHERE p.chain_kept
-        ORDER BY t.chain_id, t.turn_index"""
-
-
 @dg.asset(
     partitions_def=model_setting_partitions,
     deps=["paraphrased_subset", "turns"],
@@ -221,17 +186,19 @@ def paraphrase_predictions(
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
     store = warehouse.warehouse
-    results, metadata, identity = answer_turn_sets(
-        context,
+    spec = models.spec(model)
+    answered = answer_turn_sets(
         store,
-        models.spec(model),
+        spec,
         setting,
-        config,
         {variant: variant_turns_sql(store, variant) for variant in VARIANTS},
+        first_scored_turn=config.first_scored_turn,
+        chunk_size=config.chunk_size,
+        log=context.log,
     )
     tables = []
     for variant in VARIANTS:
-        table = predictions_table(model, setting, results[variant])
+        table = predictions_table(model, setting, answered.predictions[variant])
         tables.append(
             table.add_column(2, "variant", pa.array([variant] * table.num_rows, pa.string()))
         )
@@ -239,12 +206,12 @@ def paraphrase_predictions(
         store,
         "paraphrase_predictions",
         pa.concat_tables(tables),
-        config,
-        identity,
+        first_scored_turn=config.first_scored_turn,
+        identity=answered.identity,
         model=model,
         setting=setting,
     )
-    return dg.MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(metadata=answered_metadata(answered, spec))
 
 
 @dg.asset(
@@ -266,7 +233,14 @@ def paraphrase_metrics(
     tables, scored = {}, {}
     for variant in VARIANTS:
         tables[variant], scored[variant] = metrics_of(
-            store, model, setting, config, "paraphrase_predictions", variant
+            store,
+            model,
+            setting,
+            match_mode=config.match_mode,
+            bootstrap=config.bootstrap,
+            seed=config.seed,
+            asset="paraphrase_predictions",
+            variant=variant,
         )
     table = pa.concat_tables(tables.values())
     store.write_table("paraphrase_metrics", table, model=model, setting=setting)

@@ -1,5 +1,6 @@
 """The time-grounded probe: corpus, runs per model, report."""
 
+import contextlib
 import json
 import tempfile
 import time
@@ -11,25 +12,14 @@ from pydantic import Field
 
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import model_partitions
-from chronoscope_dagster.probe import (
-    Corpus,
-    ProbeRun,
-    build_corpus,
-    build_report,
-    chat_agent_for_model,
-    export_corpus,
-    judge_for_model,
-    read_corpus,
-    render_markdown,
-    run_probe,
-)
-from chronoscope_dagster.probe.corpus import specs_path
-from chronoscope_dagster.probe.runs import ROW_FIELDS
+from chronoscope_dagster.probe.agents import chat_agent_for_model
+from chronoscope_dagster.probe.assemble import build_corpus
+from chronoscope_dagster.probe.corpus import export_corpus, first_per_type, read_corpus, specs_path
+from chronoscope_dagster.probe.home import CORPUS_FILE, RUN_FILE, load_corpus
+from chronoscope_dagster.probe.judge import judge_for_model
+from chronoscope_dagster.probe.report import build_report, render_markdown
+from chronoscope_dagster.probe.runs import ROW_FIELDS, ProbeRun, run_probe
 from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
-from chronoscope_dagster.warehouse import Warehouse
-
-CORPUS_FILE = "corpus.json"
-RUN_FILE = "run.json"
 
 
 class ProbeCorpusConfig(dg.Config):
@@ -54,22 +44,6 @@ class ProbeRunConfig(dg.Config):
         description="A registry model that also judges every answer with the temporal "
         "criteria; its verdict is recorded beside the deterministic checker's.",
     )
-
-
-def first_per_type(corpus: Corpus, count: int) -> Corpus:
-    if not count:
-        return corpus
-    taken: dict[str, int] = {}
-    chosen = []
-    for item in corpus.items:
-        if taken.get(item.question_type, 0) < count:
-            taken[item.question_type] = taken.get(item.question_type, 0) + 1
-            chosen.append(item.question_id)
-    return corpus.select(chosen)
-
-
-def load_corpus(store: Warehouse) -> Corpus:
-    return read_corpus(store.partition_dir("probe_corpus") / CORPUS_FILE)
 
 
 @dg.asset(
@@ -122,24 +96,6 @@ def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.
     )
 
 
-@dg.asset_check(
-    asset="probe_corpus",
-    blocking=True,
-    description="Recomputed: weekday labels match dates, sessions are chronological and before "
-    "the question, ids are unique, gold sessions exist and mark their evidence turn, and no "
-    "message or question holds a date.",
-)
-def probe_corpus_valid(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    problems = load_corpus(warehouse.warehouse).validate()
-    return dg.AssetCheckResult(
-        passed=not problems,
-        metadata={
-            "problems": len(problems),
-            "first_problems": dg.MetadataValue.json([str(p) for p in problems[:20]]),
-        },
-    )
-
-
 @dg.asset(
     partitions_def=model_partitions,
     deps=["probe_corpus"],
@@ -164,9 +120,13 @@ def probe_runs(
     context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
     started = time.perf_counter()
     cache = store.response_cache_path
-    agent = chat_agent_for_model(spec, cache)
-    judge = judge_for_model(models.spec(config.judge_model), cache) if config.judge_model else None
-    run = run_probe(corpus, agent, model=model, judge=judge)
+    judging = (
+        judge_for_model(models.spec(config.judge_model), cache)
+        if config.judge_model
+        else contextlib.nullcontext()
+    )
+    with chat_agent_for_model(spec, cache) as agent, judging as judge:
+        run = run_probe(corpus, agent, model=model, judge=judge)
     rows = pa.Table.from_pylist([row.as_dict() for row in run.rows])
     store.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
     with store.writing("probe_runs", RUN_FILE, model=model) as path:

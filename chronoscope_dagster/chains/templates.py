@@ -67,7 +67,7 @@ class PropertyTemplates:
     slots: dict[str, tuple[str, ...]]
     keywords: tuple[tuple[str, ...], ...] = ()
     """Words that name the property, each entry a tuple of alternatives: a paraphrase of a
-    question that uses one must keep one (``chains.paraphrase``)."""
+    question that uses one must keep one (``paraphrase.filter``)."""
 
 
 @dataclass(frozen=True)

@@ -2,21 +2,15 @@
 reference systems score what they must; every metric is in range and agrees with its strata."""
 
 import dagster as dg
-import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.evaluation import sample_turns_sql, scored_turns
-from chronoscope_dagster.assets.paraphrase import VARIANTS, variant_turns_sql
 from chronoscope_dagster.checks.partitions import checked_partitions
-from chronoscope_dagster.evaluation.knowledge import (
-    REFERENCE_EXPLICIT_ACC,
-    REFERENCE_KNOWLEDGE,
-    knowledge_metrics,
-    reference_knowledge_problems,
-)
-from chronoscope_dagster.evaluation.metrics import OVERALL, consistency_problems
-from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
+from chronoscope_dagster.evaluation.consistency import consistency_problems
+from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.evaluation.queries import sample_turns_sql
+from chronoscope_dagster.evaluation.reference_systems import reference_problems
+from chronoscope_dagster.paraphrase.queries import VARIANTS, variant_turns_sql
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
@@ -142,76 +136,6 @@ def _prediction_checks(asset: str, turns: str) -> list[dg.AssetChecksDefinition]
     return [one_per_turn, without_errors]
 
 
-PERFECT_FOR_THE_ORACLE = (
-    "acc_at1",
-    "acc_atk",
-    "strict_chain_acc_at1",
-    "avg_chain_turn_acc_at1",
-    "final_turn_acc_at1",
-    "final_turn_acc_atk",
-    "token_f1_micro_top1",
-    "char3_f1_micro_top1",
-)
-ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
-
-
-def _copy_previous_mismatches(
-    store: Warehouse, predictions: str, model: str, setting: Setting
-) -> tuple[int, int]:
-    """(scored predictions, those that are not the copy): gold context must copy the previous
-    turn's gold, recomputed from ``turns``; questions-only shows nothing to copy; self-conditioned
-    copies its own previous prediction (empty on the first turn)."""
-    file = store.data_path(predictions, model=model, setting=setting)
-    path = parquet_source(file)
-    on = "ON prev.chain_id = p.chain_id AND prev.turn_index = p.turn_index - 1"
-    if setting is Setting.GOLD_CONTEXT:
-        previous, join = (
-            "prev.answer",
-            f"LEFT JOIN {parquet_source(store.data_path('turns'))} prev {on}",
-        )
-    elif setting is Setting.SELF_CONDITIONED:
-        if "variant" in pq.read_schema(file).names:
-            on += " AND prev.variant = p.variant"
-        previous, join = "coalesce(prev.prediction, '')", f"LEFT JOIN {path} prev {on}"
-    else:
-        previous, join = "''", ""
-    with store.connect() as connection:
-        n, wrong = connection.execute(
-            f"""SELECT count(*), count_if(p.prediction IS DISTINCT FROM {previous})
-                FROM {path} p {join} WHERE p.scored"""
-        ).fetchone()
-    return int(n), int(wrong or 0)
-
-
-def _knowledge_problems(store: Warehouse, backend: str, model: str, setting: Setting) -> list[str]:
-    """A reference system's knowledge metrics (``REFERENCE_KNOWLEDGE``) in the paper settings
-    this partition pairs with: the setting itself, or under explicit scope every paper setting
-    with metrics; nothing until both sides of a pair have metrics in the same match mode."""
-    explicit = Setting.EXPLICIT_SCOPE
-    settings = PAPER_SETTINGS if setting is explicit else (setting,)
-    problems = []
-    for paired in settings:
-        if not all(store.has("metrics", model=model, setting=s) for s in (paired, explicit)):
-            continue
-        modes = {
-            store.read_report("metrics", model=model, setting=s)["match_mode"]
-            for s in (paired, explicit)
-        }
-        if len(modes) > 1:
-            continue
-        (mode,) = modes
-        knowledge = knowledge_metrics(
-            scored_turns(store, model, paired, mode),
-            scored_turns(store, model, explicit, mode),
-            bootstrap=0,
-        )
-        problems += [
-            f"{backend} {model}/{paired} against {explicit}: {problem}"
-            for problem in reference_knowledge_problems(backend, knowledge)
-        ]
-    return problems
-
-
 def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinition]:
     variants = (None,) if asset == "metrics" else VARIANTS
 
@@ -234,61 +158,10 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         problems: list[str] = []
         checked = []
         for model, setting in checked_model_partitions(context, store, asset):
-            report = store.read_report(predictions, model=model, setting=setting)
-            backend = report["backend"]["backend"]
-            if asset == "metrics" and backend in REFERENCE_KNOWLEDGE:
-                problems += _knowledge_problems(store, backend, model, setting)
-            if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:
-                expected = REFERENCE_EXPLICIT_ACC[backend]
-                table = pq.read_table(store.data_path(asset, model=model, setting=setting))
-                problems += [
-                    f"{backend} {model}/{setting} {row.get('variant') or ''}: acc_at1 = "
-                    f"{row['value']}, not {expected}"
-                    for row in table.to_pylist()
-                    if row["stratum"] == OVERALL
-                    and row["metric"] == "acc_at1"
-                    and row["value"] != expected
-                ]
-            if backend == "scope_blind":
+            found = reference_problems(store, asset, predictions, model, setting, variants)
+            if found is not None:
                 checked.append(f"{model}/{setting}")
-            elif backend == "oracle":
-                checked.append(f"{model}/{setting}")
-                table = pq.read_table(store.data_path(asset, model=model, setting=setting))
-                for row in table.to_pylist():
-                    expected = (
-                        1.0
-                        if row["metric"] in PERFECT_FOR_THE_ORACLE
-                        else 0.0
-                        if row["metric"] in ZERO_FOR_THE_ORACLE
-                        else None
-                    )
-                    if expected is not None and row["value"] != expected:
-                        problems.append(
-                            f"oracle {model}/{setting} {row.get('variant') or ''} "
-                            f"{row['stratum']} {row['metric']} = {row['value']}, not {expected}"
-                        )
-            elif backend == "present_day":
-                checked.append(f"{model}/{setting}")
-                mode = store.read_report(asset, model=model, setting=setting)["match_mode"]
-                for variant in variants:
-                    turns = scored_turns(store, model, setting, mode, predictions, variant)
-                    turns = turns.filter(pc.field("drift_eligible"))
-                    right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
-                    drifted = pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0
-                    if right or drifted < turns.num_rows:
-                        problems.append(
-                            f"present_day {model}/{setting} {variant or ''}: of "
-                            f"{turns.num_rows} drift-eligible turns, {right} are right and "
-                            f"{turns.num_rows - drifted} do not drift"
-                        )
-            elif backend == "copy_previous":
-                checked.append(f"{model}/{setting}")
-                n, wrong = _copy_previous_mismatches(store, predictions, model, setting)
-                if wrong:
-                    problems.append(
-                        f"copy_previous {model}/{setting}: {wrong} of {n} scored predictions "
-                        "are not the previous answer of the conversation"
-                    )
+                problems += found
         return dg.AssetCheckResult(
             passed=not problems,
             metadata={

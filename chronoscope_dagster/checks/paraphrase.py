@@ -5,8 +5,9 @@ exactly those with every turn accepted."""
 import dagster as dg
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.assets.paraphrase import turns_and_labels
-from chronoscope_dagster.chains.paraphrase import entity_names, turn_problems, turns_for_paraphrase
+from chronoscope_dagster.paraphrase.filter import turn_problems
+from chronoscope_dagster.paraphrase.queries import turns_and_labels
+from chronoscope_dagster.paraphrase.tables import entity_names, turns_for_paraphrase
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import parquet_source
 

@@ -103,7 +103,7 @@ class VLLMBackend:
         convert_dir: str | None = pydantic.Field(
             None,
             description="Where GGUF models (the embedded one) are converted to safetensors "
-            "folders; default $CHRONOSCOPE_HOME/models.",
+            "folders; the pipeline sets <home>/models (``resources.ModelRegistry``).",
         )
 
     def __init__(self, spec: ModelSpec):
@@ -171,11 +171,12 @@ class VLLMBackend:
         )
 
     def _convert_dir(self) -> Path:
-        if self.options.convert_dir:
-            return Path(self.options.convert_dir).expanduser()
-        from chronoscope_dagster.warehouse import default_home
-
-        return default_home() / "models"
+        if not self.options.convert_dir:
+            raise BackendError(
+                f"model {self.spec.name!r}: convert_dir is not set, so a GGUF model has nowhere "
+                "to be converted; set it in the entry's options (the pipeline sets <home>/models)"
+            )
+        return Path(self.options.convert_dir).expanduser()
 
     def _engine(self) -> Any:
         if self._llm is None:

@@ -9,15 +9,16 @@ and a memory system is measured by implementing the typed channel itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 from chronoscope_dagster.llm.base import ChatRequest, Completion, Decoding, Message
-from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.registry import ModelSpec
+from chronoscope_dagster.llm.session import open_chat
 from chronoscope_dagster.probe.grounding import (
     AgentAnswer,
     TextEpisode,
@@ -174,12 +175,12 @@ class BlindFloor:
         return self.inner.answer_timestamped(blind)
 
 
+@contextmanager
 def chat_agent_for_model(
     spec: ModelSpec, cache_path: str | Path | None, decoding: Decoding | None = None
-) -> ChatAgent:
+) -> Iterator[ChatAgent]:
     """A ChatAgent over a registry model behind the on-disk response cache (none when
-    ``cache_path`` is None); ``decoding`` defaults to the model's own, one candidate."""
-    backend = spec.build()
-    cache = ResponseCache(cache_path) if cache_path else None
-    chosen = decoding or replace(spec.decoding, k=1)
-    return ChatAgent(CachedChat(backend, cache), chosen, name=spec.name)
+    ``cache_path`` is None), closed on leaving; ``decoding`` defaults to the model's own, one
+    candidate."""
+    with open_chat(spec, cache_path) as chat:
+        yield ChatAgent(chat, decoding or replace(spec.decoding, k=1), name=spec.name)

@@ -81,6 +81,19 @@ class Corpus:
         return Corpus(self.id, tuple(by_id[qid] for qid in wanted), self.specs)
 
 
+def first_per_type(corpus: Corpus, count: int) -> Corpus:
+    """The first ``count`` items of each question type, in corpus order (all when 0)."""
+    if not count:
+        return corpus
+    taken: dict[str, int] = {}
+    chosen = []
+    for item in corpus.items:
+        if taken.get(item.question_type, 0) < count:
+            taken[item.question_type] = taken.get(item.question_type, 0) + 1
+            chosen.append(item.question_id)
+    return corpus.select(chosen)
+
+
 def _turns(raw: Any, where: str) -> tuple[Turn, ...]:
     if not isinstance(raw, list) or not raw:
         raise CorpusError(f"{where}: turns must be a non-empty list")
@@ -155,11 +168,12 @@ def load_authored(path: str | Path = AUTHORED_FILE, *, check: bool = True) -> Co
         raise CorpusError(f"{path}: not valid YAML: {error}") from error
     corpus = authored_from_document(document, str(path))
     if check:
-        _refuse_problems(corpus)
+        refuse_problems(corpus)
     return corpus
 
 
-def _refuse_problems(corpus: Corpus) -> None:
+def refuse_problems(corpus: Corpus) -> None:
+    """Raise ``CorpusError`` with every rule the corpus breaks, if any."""
     problems = corpus.validate()
     if problems:
         raise CorpusError(f"corpus {corpus.id} breaks {len(problems)} rule(s):", problems)
@@ -169,24 +183,6 @@ def combine(corpus_id: str, *parts: Corpus) -> Corpus:
     items = tuple(item for part in parts for item in part.items)
     specs = {qid: spec for part in parts for qid, spec in part.specs.items()}
     return Corpus(corpus_id, items, specs)
-
-
-def build_corpus(
-    n_generated: int = DEFAULT_GENERATED,
-    seed: int = DEFAULT_SEED,
-    authored: str | Path = AUTHORED_FILE,
-) -> Corpus:
-    """The authored items followed by ``n_generated`` generated ones, validated as a whole.
-    Its id names the authored corpus and the generator's seed and size."""
-    from chronoscope_dagster.probe.generator import generate
-
-    first = load_authored(authored)
-    if n_generated == 0:
-        return first
-    second = generate(n_generated, seed)
-    corpus = combine(f"{first.id}+{second.id}", first, second)
-    _refuse_problems(corpus)
-    return corpus
 
 
 def specs_path(path: str | Path) -> Path:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from chronoscope_dagster.llm.base import ChatRequest, Decoding
-from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.registry import ModelSpec
+from chronoscope_dagster.llm.session import open_chat
 from chronoscope_dagster.probe.agents import Completer
 from chronoscope_dagster.probe.dates import NUMBER_WORD, date_mentions, extract_dates, number_word
 from chronoscope_dagster.probe.longmemeval import Item, parse_date
@@ -274,7 +275,9 @@ class LLMJudge:
         return [v for v in verdicts if v is not None]
 
 
-def judge_for_model(spec: ModelSpec, cache_path: str | Path | None) -> LLMJudge:
-    """An LLM judge over a registry model behind the on-disk response cache."""
-    cache = ResponseCache(cache_path) if cache_path else None
-    return LLMJudge(CachedChat(spec.build(), cache), name=spec.name)
+@contextmanager
+def judge_for_model(spec: ModelSpec, cache_path: str | Path | None) -> Iterator[LLMJudge]:
+    """An LLM judge over a registry model behind the on-disk response cache, closed on
+    leaving."""
+    with open_chat(spec, cache_path) as chat:
+        yield LLMJudge(chat, name=spec.name)

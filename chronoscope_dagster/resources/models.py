@@ -12,6 +12,7 @@ from chronoscope_dagster.llm.registry import (
     embedded_spec,
     load_registry,
 )
+from chronoscope_dagster.warehouse import default_home
 
 REGISTRY_ENV = "CHRONOSCOPE_MODELS"
 
@@ -37,17 +38,30 @@ class ModelRegistry(dg.ConfigurableResource):
         "faster than 2 on 2 cores. Answers do not depend on it.",
     )
 
+    models_dir: str = Field(
+        default="",
+        description="Where in-process engines convert GGUF models (the embedded one) into "
+        "safetensors folders, unless an entry sets convert_dir; default <home>/models.",
+    )
+
     def specs(self) -> list[ModelSpec]:
-        return [self._threaded(spec) for spec in load_registry(registry_path(self.path))]
+        return [self._placed(spec) for spec in load_registry(registry_path(self.path))]
 
     def embedded(self) -> ModelSpec:
         """The embedded CPU model with the registry's defaults (``llm.registry.embedded_spec``)."""
-        return self._threaded(embedded_spec())
+        return self._placed(embedded_spec())
 
-    def _threaded(self, spec: ModelSpec) -> ModelSpec:
-        if not self.threads or "threads" not in type(spec.options).model_fields:
+    def _placed(self, spec: ModelSpec) -> ModelSpec:
+        """``spec`` with this resource's threads and conversion folder where it takes them."""
+        fields = type(spec.options).model_fields
+        update: dict[str, object] = {}
+        if self.threads and "threads" in fields:
+            update["threads"] = self.threads
+        if "convert_dir" in fields and spec.options.convert_dir is None:
+            update["convert_dir"] = self.models_dir or str(default_home() / "models")
+        if not update:
             return spec
-        return replace(spec, options=spec.options.model_copy(update={"threads": self.threads}))
+        return replace(spec, options=spec.options.model_copy(update=update))
 
     def spec(self, name: str) -> ModelSpec:
         specs = {spec.name: spec for spec in self.specs()}

@@ -58,7 +58,6 @@ STATEMENT_DROPS = (
 STRUCTURAL = (b"", b"[", b"]")
 _TRAILING_SPACE = frozenset(b" \t\r\n")
 _COMMA = ord(",")
-_TIME_FIELDS = ("date", "precision", "calendar")
 _OPEN_BRACE = ord("{")
 _ENTITY_KEYS = ("id", "labels", "descriptions", "aliases", "claims")
 _TERM_KEYS = frozenset(("labels", "descriptions", "aliases"))

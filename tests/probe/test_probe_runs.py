@@ -9,7 +9,8 @@ import pytest
 
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.probe.agents import BlindFloor, ChatAgent, OracleReader
-from chronoscope_dagster.probe.corpus import Corpus, build_corpus, load_authored
+from chronoscope_dagster.probe.assemble import build_corpus
+from chronoscope_dagster.probe.corpus import Corpus, load_authored
 from chronoscope_dagster.probe.dates import is_date_like
 from chronoscope_dagster.probe.generator import generate
 from chronoscope_dagster.probe.grounding import (

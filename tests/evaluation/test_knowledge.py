@@ -15,8 +15,8 @@ from chronoscope_dagster.evaluation.knowledge import (
     overall_values,
     reference_knowledge_problems,
 )
-from chronoscope_dagster.evaluation.matching import score_turns
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SYSTEM_PROMPT, Setting
+from chronoscope_dagster.evaluation.scoring import score_turns
 from chronoscope_dagster.llm.base import Decoding
 from chronoscope_dagster.llm.cache import CachedChat
 from chronoscope_dagster.llm.registry import parse_entry

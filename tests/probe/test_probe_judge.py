@@ -12,7 +12,8 @@ from chronoscope_dagster.llm.cache import CachedChat
 from chronoscope_dagster.llm.registry import parse_entry
 from chronoscope_dagster.probe import judge as judge_module
 from chronoscope_dagster.probe.agents import ChatAgent
-from chronoscope_dagster.probe.corpus import build_corpus, ids_fingerprint, load_authored
+from chronoscope_dagster.probe.assemble import build_corpus
+from chronoscope_dagster.probe.corpus import ids_fingerprint, load_authored
 from chronoscope_dagster.probe.judge import (
     Check,
     LLMJudge,
@@ -225,7 +226,8 @@ def test_the_report_and_its_markdown():
 
 
 def test_a_registry_model_judges_through_the_cache(tmp_path):
-    judge = judge_for_model(parse_entry({"name": "oracle", "backend": "oracle"}), tmp_path / "c")
+    spec = parse_entry({"name": "oracle", "backend": "oracle"})
     item = load_authored().items[0]
-    [verdict] = judge.judge([(item, "Boulder Barn", None, Check(True, "choice", ""))])
+    with judge_for_model(spec, tmp_path / "c") as judge:
+        [verdict] = judge.judge([(item, "Boulder Barn", None, Check(True, "choice", ""))])
     assert (verdict.correct, judge.name) == (True, "oracle")

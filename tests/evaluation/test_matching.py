@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from chronoscope_dagster.evaluation import matching
+from chronoscope_dagster.evaluation import scoring
 from chronoscope_dagster.evaluation.matching import (
+    LINE_BREAKS,
     MODES,
     SCORE_SCHEMA,
-    WHITESPACE,
     char3_counts,
     extract_candidate_answers,
     match_relaxed,
@@ -25,11 +25,11 @@ from chronoscope_dagster.evaluation.matching import (
     reference_candidates,
     reference_match,
     score_turn,
-    score_turns,
     score_turns_loop,
     token_counts,
 )
 from chronoscope_dagster.evaluation.metrics import compute_metrics
+from chronoscope_dagster.evaluation.scoring import WHITESPACE, score_turns
 
 TURNS = pa.schema(
     [
@@ -525,11 +525,11 @@ class Generator:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_vectorised_equals_loop(mode, monkeypatch):
-    monkeypatch.setattr(matching, "_BATCH_ROWS", 997)
+    monkeypatch.setattr(scoring, "_BATCH_ROWS", 997)
     generator = Generator(seed=MODES.index(mode))
     table = pa.Table.from_pylist([generator.row() for _ in range(3000)], schema=TURNS)
-    inputs = {name: table[name].combine_chunks() for name in matching.INPUT_COLUMNS}
-    assert matching._needs_python(inputs).mean() < 0.1
+    inputs = {name: table[name].combine_chunks() for name in scoring.INPUT_COLUMNS}
+    assert scoring._needs_python(inputs).mean() < 0.1
     fast, loop = score_turns(table, mode), score_turns_loop(table, mode)
     for name in SCORE_SCHEMA.names:
         differ = [i for i, (a, b) in enumerate(zip(fast[name], loop[name], strict=True)) if a != b]
@@ -546,19 +546,19 @@ def test_vectorised_normalisers_equal_python_on_generated_strings():
         texts += [*row["gold_labels"], *row["gold_aliases"], *row["present_labels"]]
     texts = [text for text in texts if text is not None]
     python_only = pc.match_substring_regex(
-        pa.array(texts), f"[{matching._unassigned_class()}Σ]"
+        pa.array(texts), f"[{scoring._unassigned_class()}Σ]"
     ).to_pylist()
     texts = [text for text, skip in zip(texts, python_only, strict=True) if not skip]
     array = pa.array(texts)
-    assert matching._relaxed_gold(array).to_pylist() == [normalize(t) for t in texts]
-    assert matching._relaxed_prediction(array).to_pylist() == [
+    assert scoring._relaxed_gold(array).to_pylist() == [normalize(t) for t in texts]
+    assert scoring._relaxed_prediction(array).to_pylist() == [
         normalize_prediction(t) for t in texts
     ]
-    assert matching._reference_normalize(array).to_pylist() == [
+    assert scoring._reference_normalize(array).to_pylist() == [
         normalize_for_match(t) for t in texts
     ]
     ids = pa.array(range(len(texts)), pa.int64())
-    probes = matching._reference_probes(pa.table({"id": ids, "row": ids, "text": array}))
+    probes = scoring._reference_probes(pa.table({"id": ids, "row": ids, "text": array}))
     found: list[set[str]] = [set() for _ in texts]
     for probe in probes.to_pylist():
         found[probe["id"]].add(probe["text"])
@@ -576,11 +576,11 @@ def test_arrow_normalisation_equals_python_on_every_assigned_character():
     golds = [f"A{c}b{c}" for c in assigned]
     predictions = [f"It is{c}Paris{c}" for c in assigned]
     gold_array, prediction_array = pa.array(golds), pa.array(predictions)
-    assert matching._relaxed_gold(gold_array).to_pylist() == [normalize(g) for g in golds]
-    assert matching._relaxed_prediction(prediction_array).to_pylist() == [
+    assert scoring._relaxed_gold(gold_array).to_pylist() == [normalize(g) for g in golds]
+    assert scoring._relaxed_prediction(prediction_array).to_pylist() == [
         normalize_prediction(p) for p in predictions
     ]
-    assert matching._reference_normalize(gold_array).to_pylist() == [
+    assert scoring._reference_normalize(gold_array).to_pylist() == [
         normalize_for_match(g) for g in golds
     ]
 
@@ -589,7 +589,7 @@ def test_character_sets_are_pythons():
     everything = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
     assert "".join(c for c in everything if c.isspace()) == WHITESPACE
     breaks = "".join(c for c in everything if len(f"a{c}b".splitlines()) == 2)
-    assert breaks == "".join(sorted(matching._LINE_BREAKS))
+    assert breaks == "".join(sorted(LINE_BREAKS))
 
 
 def test_a_present_day_label_that_contains_the_gold_is_not_the_gold():
@@ -619,7 +619,7 @@ def test_reference_mode_equals_the_authors_evaluator_on_generated_predictions():
     counters, drift and bucket accounting, finalize), each turn a chain of its own. Both our
     paths and the metrics of reference mode must give exactly those outputs."""
     fixture = json.loads(
-        (Path(__file__).parent / "data" / "reference_evaluator_cases.json").read_text()
+        (Path(__file__).parents[1] / "data" / "reference_evaluator_cases.json").read_text()
     )
     cases = fixture["turns"]
     rows = [

@@ -16,8 +16,8 @@ from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.wikidata.extract import LABELS_SCHEMA, LIFESPANS_SCHEMA, Extractor
 from chronoscope_dagster.wikidata.reader import ExtractionReport, extract_dump, iter_blocks
 from chronoscope_dagster.wikidata.shards import concatenate_parquet, split_dump
-from tests.test_fuzz import _fuzzed_lines
-from tests.test_reader_formats import BLOCK, FORMATS
+from tests.wikidata.test_fuzz import _fuzzed_lines
+from tests.wikidata.test_reader_formats import BLOCK, FORMATS
 
 OUTPUTS = {"claims": Extractor().schema, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
 

@@ -9,11 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from chronoscope_dagster.chains.paraphrase import REASONS, ParaphraseResult, paraphrases_table
 from chronoscope_dagster.cli import main
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
+from chronoscope_dagster.paraphrase.filter import REASONS
+from chronoscope_dagster.paraphrase.rewrite import ParaphraseResult
+from chronoscope_dagster.paraphrase.tables import paraphrases_table
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import MODEL_THREADS, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks

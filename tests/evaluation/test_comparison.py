@@ -14,7 +14,7 @@ from chronoscope_dagster.evaluation.comparison import (
 )
 from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY
 from chronoscope_dagster.evaluation.metrics import compute_metrics
-from tests.test_metrics import golden_rows, table, turn
+from tests.evaluation.test_metrics import golden_rows, table, turn
 
 
 def chains(correct: range, n: int = 100, length: int = 3) -> list[dict]:

@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from chronoscope_dagster.wikidata.extract import Extractor
-from tests.test_fuzz import _paths
+from tests.wikidata.test_fuzz import _paths
 
 WEIRD_VALUES: list[object] = [
     None,

@@ -8,15 +8,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from chronoscope_dagster.evaluation.consistency import consistency_problems
 from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY
 from chronoscope_dagster.evaluation.metrics import (
     CHAIN_METRICS,
     METRICS,
     METRICS_SCHEMA,
     compute_metrics,
-    consistency_problems,
-    reference_results_json,
 )
+from chronoscope_dagster.evaluation.reference_format import reference_results_json
 
 SCORED_SCHEMA = pa.schema(
     [

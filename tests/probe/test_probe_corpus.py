@@ -12,11 +12,11 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 import yaml
 
+from chronoscope_dagster.probe.assemble import build_corpus
 from chronoscope_dagster.probe.corpus import (
     AUTHORED_FILE,
     CorpusError,
     authored_from_document,
-    build_corpus,
     export_corpus,
     load_authored,
     read_corpus,

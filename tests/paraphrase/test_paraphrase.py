@@ -14,29 +14,33 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from chronoscope_dagster.chains.paraphrase import (
-    PARAPHRASE_PROMPT,
-    PARAPHRASES_SCHEMA,
-    REASONS,
-    ParaphraseResult,
-    ParaphraseTurn,
-    attempt_decoding,
-    clean_reply,
-    entity_names,
-    kept_chains,
-    paraphrase_problems,
-    paraphrase_request,
-    paraphrase_turns,
-    paraphrases_table,
-    property_keywords,
-    subset_sql,
-    turns_for_paraphrase,
-    year_tokens,
-)
 from chronoscope_dagster.chains.records import TURNS_SCHEMA
 from chronoscope_dagster.llm.base import ChatRequest, Completion, Decoding
 from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.registry import parse_entry
+from chronoscope_dagster.paraphrase.filter import (
+    REASONS,
+    ParaphraseTurn,
+    clean_reply,
+    paraphrase_problems,
+    property_keywords,
+    year_tokens,
+)
+from chronoscope_dagster.paraphrase.queries import subset_sql
+from chronoscope_dagster.paraphrase.rewrite import (
+    PARAPHRASE_PROMPT,
+    ParaphraseResult,
+    attempt_decoding,
+    kept_chains,
+    paraphrase_request,
+    paraphrase_turns,
+)
+from chronoscope_dagster.paraphrase.tables import (
+    PARAPHRASES_SCHEMA,
+    entity_names,
+    paraphrases_table,
+    turns_for_paraphrase,
+)
 
 GERMANY = ("Germany", "Federal Republic of Germany", "Deutschland")
 MERKEL = ("Angela Merkel", "Merkel", "Angela Dorothea Merkel")
@@ -680,7 +684,7 @@ def test_one_question_with_the_years_and_tense_of_the_original(
     assert checked(original, paraphrase, "P169", apple, explicit=explicit) == reasons
 
 
-LABELLED = Path(__file__).parent / "data" / "paraphrase_labelled.json"
+LABELLED = Path(__file__).parents[1] / "data" / "paraphrase_labelled.json"
 MAX_FALSE_ACCEPT_SHARE = 0.05
 """False accepts (accepted, labelled not a paraphrase) as a share of the accepted."""
 MAX_FALSE_REJECT_SHARE = 0.15

@@ -1,0 +1,166 @@
+"""What the reference systems must score, checked on a home's predictions and metrics.
+
+The reference systems answer from the facts rather than from knowledge, so each has scores it
+must reach whatever the benchmark holds: the oracle is right everywhere and never drifts;
+``present_day`` is wrong and drifts on every drift-eligible turn; ``copy_previous`` answers
+the previous answer of its conversation; ``scope_blind`` is right under explicit scope, and
+against its explicit-scope run knows every turn and loses every drift-eligible implicit one
+(``knowledge.REFERENCE_KNOWLEDGE``). A benchmark on which one of them misses its score
+measures something other than what it claims, so the pipeline gates on these rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from chronoscope_dagster.evaluation.knowledge import (
+    REFERENCE_EXPLICIT_ACC,
+    REFERENCE_KNOWLEDGE,
+    knowledge_metrics,
+    reference_knowledge_problems,
+)
+from chronoscope_dagster.evaluation.metrics import OVERALL
+from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
+from chronoscope_dagster.evaluation.queries import scored_turns
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
+
+REFERENCE_BACKENDS = ("oracle", "present_day", "copy_previous", "scope_blind")
+PERFECT_FOR_THE_ORACLE = (
+    "acc_at1",
+    "acc_atk",
+    "strict_chain_acc_at1",
+    "avg_chain_turn_acc_at1",
+    "final_turn_acc_at1",
+    "final_turn_acc_atk",
+    "token_f1_micro_top1",
+    "char3_f1_micro_top1",
+)
+ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
+
+
+def _copy_previous_mismatches(
+    warehouse: Warehouse, predictions: str, model: str, setting: Setting
+) -> tuple[int, int]:
+    """(scored predictions, those that are not the copy): gold context must copy the previous
+    turn's gold, recomputed from ``turns``; questions-only shows nothing to copy; self-conditioned
+    copies its own previous prediction (empty on the first turn)."""
+    file = warehouse.data_path(predictions, model=model, setting=setting)
+    path = parquet_source(file)
+    on = "ON prev.chain_id = p.chain_id AND prev.turn_index = p.turn_index - 1"
+    if setting is Setting.GOLD_CONTEXT:
+        previous, join = (
+            "prev.answer",
+            f"LEFT JOIN {parquet_source(warehouse.data_path('turns'))} prev {on}",
+        )
+    elif setting is Setting.SELF_CONDITIONED:
+        if "variant" in pq.read_schema(file).names:
+            on += " AND prev.variant = p.variant"
+        previous, join = "coalesce(prev.prediction, '')", f"LEFT JOIN {path} prev {on}"
+    else:
+        previous, join = "''", ""
+    with warehouse.connect() as connection:
+        n, wrong = connection.execute(
+            f"""SELECT count(*), count_if(p.prediction IS DISTINCT FROM {previous})
+                FROM {path} p {join} WHERE p.scored"""
+        ).fetchone()
+    return int(n), int(wrong or 0)
+
+
+def _knowledge_problems(
+    warehouse: Warehouse, backend: str, model: str, setting: Setting
+) -> list[str]:
+    """A reference system's knowledge metrics (``REFERENCE_KNOWLEDGE``) in the paper settings
+    this partition pairs with: the setting itself, or under explicit scope every paper setting
+    with metrics; nothing until both sides of a pair have metrics in the same match mode."""
+    explicit = Setting.EXPLICIT_SCOPE
+    settings = PAPER_SETTINGS if setting is explicit else (setting,)
+    problems = []
+    for paired in settings:
+        if not all(warehouse.has("metrics", model=model, setting=s) for s in (paired, explicit)):
+            continue
+        modes = {
+            warehouse.read_report("metrics", model=model, setting=s)["match_mode"]
+            for s in (paired, explicit)
+        }
+        if len(modes) > 1:
+            continue
+        (mode,) = modes
+        knowledge = knowledge_metrics(
+            scored_turns(warehouse, model, paired, mode),
+            scored_turns(warehouse, model, explicit, mode),
+            bootstrap=0,
+        )
+        problems += [
+            f"{backend} {model}/{paired} against {explicit}: {problem}"
+            for problem in reference_knowledge_problems(backend, knowledge)
+        ]
+    return problems
+
+
+def reference_problems(
+    warehouse: Warehouse,
+    metrics: str,
+    predictions: str,
+    model: str,
+    setting: Setting,
+    variants: Sequence[str | None],
+) -> list[str] | None:
+    """Where one (model, setting) partition of ``metrics`` (computed from ``predictions``, of
+    ``variants``) breaks its reference system's rules; None when the model is no reference
+    system."""
+    report = warehouse.read_report(predictions, model=model, setting=setting)
+    backend = report["backend"]["backend"]
+    if backend not in REFERENCE_BACKENDS:
+        return None
+    problems = []
+    if metrics == "metrics" and backend in REFERENCE_KNOWLEDGE:
+        problems += _knowledge_problems(warehouse, backend, model, setting)
+    if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:
+        expected = REFERENCE_EXPLICIT_ACC[backend]
+        table = pq.read_table(warehouse.data_path(metrics, model=model, setting=setting))
+        problems += [
+            f"{backend} {model}/{setting} {row.get('variant') or ''}: acc_at1 = "
+            f"{row['value']}, not {expected}"
+            for row in table.to_pylist()
+            if row["stratum"] == OVERALL and row["metric"] == "acc_at1" and row["value"] != expected
+        ]
+    if backend == "oracle":
+        table = pq.read_table(warehouse.data_path(metrics, model=model, setting=setting))
+        for row in table.to_pylist():
+            expected = (
+                1.0
+                if row["metric"] in PERFECT_FOR_THE_ORACLE
+                else 0.0
+                if row["metric"] in ZERO_FOR_THE_ORACLE
+                else None
+            )
+            if expected is not None and row["value"] != expected:
+                problems.append(
+                    f"oracle {model}/{setting} {row.get('variant') or ''} "
+                    f"{row['stratum']} {row['metric']} = {row['value']}, not {expected}"
+                )
+    elif backend == "present_day":
+        mode = warehouse.read_report(metrics, model=model, setting=setting)["match_mode"]
+        for variant in variants:
+            turns = scored_turns(warehouse, model, setting, mode, predictions, variant)
+            turns = turns.filter(pc.field("drift_eligible"))
+            right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
+            drifted = pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0
+            if right or drifted < turns.num_rows:
+                problems.append(
+                    f"present_day {model}/{setting} {variant or ''}: of "
+                    f"{turns.num_rows} drift-eligible turns, {right} are right and "
+                    f"{turns.num_rows - drifted} do not drift"
+                )
+    elif backend == "copy_previous":
+        n, wrong = _copy_previous_mismatches(warehouse, predictions, model, setting)
+        if wrong:
+            problems.append(
+                f"copy_previous {model}/{setting}: {wrong} of {n} scored predictions "
+                "are not the previous answer of the conversation"
+            )
+    return problems

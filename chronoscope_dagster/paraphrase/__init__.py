@@ -1,0 +1,1 @@
+"""The paraphrased subset: questions rewritten by a model, kept where the filter passes."""
