@@ -32,6 +32,8 @@ warnings.filterwarnings("ignore", category=dg.PreviewWarning)
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 
+OWNERS = ["team:chronoscope"]
+"""Who owns every asset (the UI's owner filter); set here once for all of them."""
 EXECUTORS = ("in_process", "multiprocess", "celery")
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 
@@ -64,7 +66,10 @@ def build_definitions(
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, truth, chains, evaluation, paraphrase, probe]),
+        assets=dg.map_asset_specs(
+            lambda spec: spec.replace_attributes(owners=OWNERS),
+            dg.load_assets_from_modules([ingest, truth, chains, evaluation, paraphrase, probe]),
+        ),
         asset_checks=dg.load_asset_checks_from_modules(
             [
                 ingest_checks,

@@ -245,7 +245,6 @@ def _plan_config(config: dict) -> dict:
         f"family_{family}": dg.AssetOut(
             dagster_type=dg.Nothing,
             kinds={"python", "parquet"},
-            owners=["team:chronoscope"],
             description=" ".join((family_module(family).__doc__ or "").split()),
         )
         for family in FAMILIES
@@ -282,7 +281,6 @@ class ChainSourceConfig(dg.Config):
             deps=[f"family_{family}" for family in FAMILIES],
             group_name="chains",
             kinds={"duckdb", "parquet"},
-            owners=["team:chronoscope"],
             description="Every turn of every chain, all families and snapshot years merged; a "
             "chain generated from several snapshots (same content, same id) is kept once, from "
             "the earliest snapshot.",
@@ -292,7 +290,6 @@ class ChainSourceConfig(dg.Config):
             deps=["turns"],
             group_name="chains",
             kinds={"duckdb", "parquet"},
-            owners=["team:chronoscope"],
             description="One row per chain: content-hash id, family, snapshot year, anchor, "
             "length, scope shifts, share of implicit turns, span in years.",
         ),
@@ -348,7 +345,6 @@ def chains_and_turns(
     deps=["chains", "turns"],
     group_name="chains",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     pool="duckdb_writer",
     description="Per family and overall: the paper's Table 2 recomputed (chains, median and max "
     "length, mean scope shifts, % implicit turns, median span in years), beside the paper's "
@@ -417,7 +413,6 @@ class SampleConfig(dg.Config):
     deps=["chains"],
     group_name="chains",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     pool="duckdb_writer",
     description="The evaluation sample: up to N chains per family, lengths taking turns within "
     "the family, chosen by a seeded hash of the chain id; no family supplies more than 20% of "
@@ -483,7 +478,6 @@ def eval_sample(
     deps=["turns"],
     group_name="chains",
     kinds={"json"},
-    owners=["team:chronoscope"],
     description="The benchmark as JSON lines with the fields of the authors' released "
     "merged_scope_benchmark.jsonl (present-day values kept per turn), plus this project's "
     "gold sets and scopes; importable back through the turns asset's import_jsonl config.",

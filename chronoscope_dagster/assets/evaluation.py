@@ -53,7 +53,6 @@ from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
     deps=["eval_sample", "turns"],
     group_name="evaluation",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     pool="model_calls",
     description="One row per (chain, turn) of the evaluation sample that the model answered "
     "under the setting: raw top-1 answer, candidates, error, latency, tokens. Every call "
@@ -96,7 +95,6 @@ def predictions(
     deps=["predictions"],
     group_name="evaluation",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     description="Metrics of one (model, setting), long: stratum (overall, family=, length=, "
     "followup_pos=), metric (the reference evaluator's names: acc_at1, final_turn_acc_at1, "
     "strict_chain_acc_at1, drift_rate_given_present_at1, ...), value and a 95% bootstrap "
@@ -146,7 +144,6 @@ class LeaderboardConfig(dg.Config):
     deps=["metrics", "paraphrase_metrics"],
     group_name="evaluation",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     pool="duckdb_writer",
     description="Every model partition side by side: one row per (subset, model, setting, "
     "variant) with Acc@1, Final@1, Chain@1 and Drift@1 and their intervals, for the "
@@ -210,7 +207,6 @@ def leaderboard(
     deps=["leaderboard"],
     group_name="evaluation",
     kinds={"html", "markdown"},
-    owners=["team:chronoscope"],
     description="The evaluation report (Markdown and HTML with PNG plots: Final@1 by chain "
     "length, drift by follow-up depth, accuracy by family, models with intervals) in "
     "<home>/report/, and a results JSON per model in the reference evaluator's structure.",

@@ -35,7 +35,6 @@ PROGRESS_SECONDS = 10.0
     partitions_def=snapshot_year_partitions,
     group_name="ingest",
     kinds={"wikidata", "json"},
-    owners=["team:chronoscope"],
     description=(
         "The Wikidata JSON dump of one snapshot year as a local file: the embedded sample by "
         "default, or a configured path or HTTP(S) URL. Downloads stream to a temporary file, "
@@ -293,7 +292,6 @@ def _shard_config(config: dict) -> dict:
         "claims": dg.AssetOut(
             dagster_type=dg.Nothing,
             kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
             description=(
                 "Item-valued statements of the extracted properties (data/properties.yaml), one "
                 "row per statement: subject_qid, pid, value_qid, rank, statement id; start (P580, "
@@ -307,7 +305,6 @@ def _shard_config(config: dict) -> dict:
         "labels": dg.AssetOut(
             dagster_type=dg.Nothing,
             kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
             description=(
                 "English label, description and aliases of every item of the snapshot that has "
                 "an English label or alias, from the item's own document."
@@ -316,7 +313,6 @@ def _shard_config(config: dict) -> dict:
         "lifespans": dg.AssetOut(
             dagster_type=dg.Nothing,
             kinds={"parquet", "duckdb"},
-            owners=["team:chronoscope"],
             description=(
                 "The dates that bound each item's existence: birth (P569) and inception (P571) "
                 "as starts, death (P570) and dissolution (P576) as ends, one row per statement "

@@ -76,7 +76,6 @@ class ParaphraseConfig(dg.Config):
     deps=["eval_sample", "turns", "labels"],
     group_name="paraphrase",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     pool="model_calls",
     description="Every question of a stratified part of the evaluation sample rewritten by a "
     "registry model with the paper's prompt (App. B), retried with new seeds while the "
@@ -171,7 +170,6 @@ def paraphrased_subset(
     deps=["paraphrased_subset", "turns"],
     group_name="paraphrase",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     pool="model_calls",
     description="The model's answers on the kept chains of the paraphrased subset, once as "
     "templated (variant original) and once as paraphrased, under the setting: the rows of "
@@ -219,7 +217,6 @@ def paraphrase_predictions(
     deps=["paraphrase_predictions"],
     group_name="paraphrase",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     description="The metrics of one (model, setting) on the paraphrased subset, per variant "
     "(original, paraphrased): the long table of metrics plus variant, each variant with its "
     "own bootstrap intervals.",

@@ -49,7 +49,6 @@ class ProbeRunConfig(dg.Config):
 @dg.asset(
     group_name="probe",
     kinds={"json", "parquet"},
-    owners=["team:chronoscope"],
     description="The probe's corpus in LongMemEval's JSON shape: the authored items (three "
     "types: temporal-as-of, temporal-current, prospective-memory) and seeded generated ones, "
     "every date in a gold answer derived from the session timestamps, no date in any message.",
@@ -101,7 +100,6 @@ def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.
     deps=["probe_corpus"],
     group_name="probe",
     kinds={"python", "parquet"},
-    owners=["team:chronoscope"],
     pool="model_calls",
     description="The probe's four arms for one model: control (timestamps and text), probe "
     "(timestamps only, through the typed channel), oracle ceiling (gold sessions) and "
@@ -153,7 +151,6 @@ def probe_runs(
     deps=["probe_runs"],
     group_name="probe",
     kinds={"markdown"},
-    owners=["team:chronoscope"],
     description="Per model: accuracy per arm with n, the control-probe difference, a paired "
     "per-item comparison with an exact sign test, what timestamps were delivered, and "
     "provenance (corpus id and SHA-256, fingerprints of the ids and judge templates).",

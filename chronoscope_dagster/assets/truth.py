@@ -146,7 +146,6 @@ def merge_fact_intervals(
     partitions_def=snapshot_year_partitions,
     group_name="truth",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     description=_rules(intervals_module.__doc__),
     config=_shards_config("plan_subject_shards"),
 )
@@ -215,7 +214,6 @@ def merge_truth(
     partitions_def=snapshot_year_partitions,
     group_name="truth",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     description=_rules(truth_module.__doc__)
     + " Anchors: the quarterly day anchors of the snapshot year and one whole-year anchor per "
     "year from 1950 (configurable through the anchor_calendar resource).",
@@ -229,7 +227,6 @@ def truth(fact_intervals):
     deps=["truth", "labels"],
     group_name="truth",
     kinds={"duckdb", "parquet"},
-    owners=["team:chronoscope"],
     pool="duckdb_writer",
     description="Per (subject, property): the values valid at the latest day anchor of the "
     "latest snapshot year (or its timeless values), with English labels and the canonical value. "
