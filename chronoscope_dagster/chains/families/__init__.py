@@ -13,6 +13,7 @@ from typing import Protocol
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.model import Chain
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILIES = (
     "carryover",
@@ -32,7 +33,9 @@ FAMILIES = (
 class FamilyModule(Protocol):
     FAMILY: str
 
-    def generate(self, facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]: ...
+    def generate(
+        self, facts: SnapshotFacts, templates: Templates, seed: int
+    ) -> Iterator[Chain]: ...
 
 
 def family_module(name: str) -> FamilyModule:

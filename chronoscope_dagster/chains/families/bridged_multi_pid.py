@@ -56,6 +56,7 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain, Turn
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "bridged_multi_pid"
 FIRST_YEAR = 1950
@@ -76,7 +77,7 @@ BRIDGES: dict[str, tuple[str, ...]] = {
 }
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         if pid not in BRIDGES:
             continue
@@ -94,7 +95,13 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
 
 
 def _chain(
-    facts: SnapshotFacts, templates, seed: int, subject: str, name: str, pid: str, year: int
+    facts: SnapshotFacts,
+    templates: Templates,
+    seed: int,
+    subject: str,
+    name: str,
+    pid: str,
+    year: int,
 ) -> list[Turn] | None:
     """The four turns at ``year``, or None (counted ``too_short``) when they cannot be built."""
     rng = rng_for(seed, FAMILY, subject, pid, year)
@@ -122,7 +129,7 @@ def _chain(
 
 
 def _next(
-    facts: SnapshotFacts, templates, rng: random.Random, subject: str, turns: list[Turn],
+    facts: SnapshotFacts, templates: Templates, rng: random.Random, subject: str, turns: list[Turn],
     anchor: str,
 ) -> tuple[str, str, str] | None:  # fmt: skip
     """The next question as (entity, property, slot): a hop from the previous turn's single

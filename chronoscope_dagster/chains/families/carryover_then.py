@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.families.carryover import carryover_chains
+from chronoscope_dagster.chains.families.common import carryover_chains
 from chronoscope_dagster.chains.model import Chain
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "carryover_then"
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     yield from carryover_chains(facts, templates, seed, FAMILY, "followup_then")

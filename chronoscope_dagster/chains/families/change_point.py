@@ -12,7 +12,7 @@ Structure (4 or 5 turns):
 5. one time in two, when such a year exists, a second override: p at y3.
 
 Rule: for each (subject, property p) whose property has a complement q
-(``COMPLEMENTS``; same subject QID), both askable, the candidate pairs are two
+(``common.COMPLEMENTS``; same subject QID), both askable, the candidate pairs are two
 whole-year anchors y1 != y2 (1950 to the snapshot year) where p's gold sets
 are disjoint, q's gold sets are disjoint (the implicit answer must change
 with the override) and q's turns refer cleanly after p's answers
@@ -29,6 +29,7 @@ from collections.abc import Iterator
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import (
+    COMPLEMENTS,
     answer_of,
     askable,
     askable_pairs,
@@ -39,14 +40,13 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
-from chronoscope_dagster.wikidata.properties import default_catalog
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "change_point"
 FIRST_YEAR = 1950
-COMPLEMENTS = default_catalog().complements
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         other = COMPLEMENTS.get(pid)
         if other is None or not askable(facts, templates, subject, other):

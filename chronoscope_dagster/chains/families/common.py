@@ -22,8 +22,13 @@ from collections.abc import Iterator, Sequence
 from typing import TypeVar
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
-from chronoscope_dagster.chains.model import Turn
+from chronoscope_dagster.chains.model import Chain, Turn
+from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
+from chronoscope_dagster.wikidata.properties import default_catalog
 
+COMPLEMENTS = default_catalog().complements
+"""Each property's complement: another property of the same subject, asked after it."""
 SELECTION_REASONS = ("scope_insensitive", "wrong_pronoun", "ambiguous_reference", "too_short")
 """Why a family refused a candidate beyond the gold rules (``chains.evidence.DROP_REASONS``)."""
 
@@ -31,7 +36,7 @@ FOLLOWUP_SLOTS = ("followup", "followup_then")
 Option = TypeVar("Option")
 
 
-def askable(facts: SnapshotFacts, templates, subject: str, pid: str) -> bool:
+def askable(facts: SnapshotFacts, templates: Templates, subject: str, pid: str) -> bool:
     """Whether ``pid`` has templates and they refer to ``subject`` with the right pronoun."""
     if pid not in templates.properties:
         return False
@@ -42,7 +47,7 @@ def askable(facts: SnapshotFacts, templates, subject: str, pid: str) -> bool:
     return True
 
 
-def askable_pairs(facts: SnapshotFacts, templates) -> Iterator[tuple[str, str, str]]:
+def askable_pairs(facts: SnapshotFacts, templates: Templates) -> Iterator[tuple[str, str, str]]:
     """(subject, how to name it, property) for every pair a question can be asked about:
     the subject is nameable and the pair ``askable``; in the facts' order."""
     for subject, pids in facts.root_subjects():
@@ -66,20 +71,20 @@ def year_spans(ends: Sequence[int], min_years: int, max_years: int) -> list[tupl
     ]
 
 
-def pick(templates, rng: random.Random, pid: str, slot: str, **values: object) -> str:
+def pick(templates: Templates, rng: random.Random, pid: str, slot: str, **values: object) -> str:
     """A phrasing of ``slot`` for ``pid``, drawn from the item's generator, rendered."""
     phrasings = templates.phrasings(pid, slot)
     return templates.render(pid, slot, rng.randrange(len(phrasings)), **values)
 
 
-def pick_generic(templates, rng: random.Random, slot: str, **values: object) -> str:
+def pick_generic(templates: Templates, rng: random.Random, slot: str, **values: object) -> str:
     """A phrasing of the generic ``slot``, drawn from the item's generator, rendered."""
     phrasings = templates.generic_phrasings(slot)
     return templates.render_generic(slot, rng.randrange(len(phrasings)), **values)
 
 
 def fresh_question(
-    templates,
+    templates: Templates,
     rng: random.Random,
     pid: str,
     slots: Sequence[str],
@@ -101,7 +106,7 @@ def fresh_question(
     return question
 
 
-def fresh_followup(templates, rng: random.Random, pid: str, asked: list[str]) -> str:
+def fresh_followup(templates: Templates, rng: random.Random, pid: str, asked: list[str]) -> str:
     """An implicit follow-up of ``pid`` (``followup`` or ``followup_then``) not yet asked in
     the chain (a chain asks a property implicitly at most twice; each slot has three)."""
     question = fresh_question(templates, rng, pid, FOLLOWUP_SLOTS, asked)
@@ -131,7 +136,7 @@ def best_tier(
 
 
 def refers_cleanly(
-    facts: SnapshotFacts, templates, subject: str, pid: str, previous_answer: str | None
+    facts: SnapshotFacts, templates: Templates, subject: str, pid: str, previous_answer: str | None
 ) -> bool:
     """Whether an implicit question of ``pid`` about ``subject``, not named, asked after the
     answer ``previous_answer`` (a QID) can only mean the subject: that answer is the subject
@@ -153,7 +158,7 @@ def answer_of(facts: SnapshotFacts, subject: str, pid: str, anchor: str | None) 
     return gold.canonical if gold else None
 
 
-def _assumes_person(templates, pid: str) -> bool:
+def _assumes_person(templates: Templates, pid: str) -> bool:
     return templates.properties[pid].subject_kind == "person"
 
 
@@ -175,3 +180,57 @@ def span_turn(
         scope_year=first, scope_anchor=f"{first}-{last}", is_explicit=True, answer_kind=kind,
         scope_end_year=last, asked_qid=asked_qid,
     )  # fmt: skip
+
+
+def carryover_chains(
+    facts: SnapshotFacts, templates: Templates, seed: int, family: str, slot: str
+) -> Iterator[Chain]:
+    """Chains of ``family`` whose turn 2 asks the complement in ``slot``."""
+    for subject, pids in facts.root_subjects():
+        name = facts.subject_name(subject)
+        if name is None:
+            continue
+        for pid in pids:
+            other = COMPLEMENTS.get(pid)
+            if (
+                other not in pids
+                or not askable(facts, templates, subject, pid)
+                or not askable(facts, templates, subject, other)
+            ):
+                continue
+            years = best_tier(
+                facts,
+                [
+                    (year, sensitivity(facts, subject, other, str(year)))
+                    for year in _common_years(facts, subject, pid, other)
+                    if refers_cleanly(
+                        facts, templates, subject, other, answer_of(facts, subject, pid, str(year))
+                    )
+                ],
+                (subject, other),
+            )
+            if not years:
+                continue
+            rng = rng_for(seed, family, subject, pid)
+            anchor = str(rng.choice(years))
+            first = facts.turn(
+                pick(templates, rng, pid, "explicit_year", subject=name, year=anchor),
+                subject, pid, anchor, explicit=True,
+            )  # fmt: skip
+            if first is None:
+                continue
+            second = facts.turn(
+                pick(templates, rng, other, slot), subject, other, anchor, explicit=False
+            )
+            if second:
+                yield Chain(family, facts.snapshot_year, anchor, (first, second))
+
+
+def _common_years(facts: SnapshotFacts, subject: str, pid: str, other: str) -> list[int]:
+    """Whole years in which both properties of ``subject`` have a verbalizable gold."""
+    first, second = facts.year_golds(subject, pid), facts.year_golds(subject, other)
+    return sorted(
+        year
+        for year in first.keys() & second.keys()
+        if facts.verbalizable(first[year].qids) and facts.verbalizable(second[year].qids)
+    )

@@ -41,6 +41,7 @@ from chronoscope_dagster.chains.facts import HolderGroup, SnapshotFacts
 from chronoscope_dagster.chains.families.common import askable, askable_pairs, best_tier, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "cross_entity_then"
 RELATIONS = ("P127", "P749", "P54", "P102", "P108", "P69", "P463", "P131", "P17")
@@ -49,7 +50,7 @@ MAX_RELATED = 128
 """Holders of one (relation, value, year) tried per subject."""
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     names = _PlainNames(facts)
     related_memo: dict[tuple[str, str, int], list[str]] = {}
     for subject, name, pid in askable_pairs(facts, templates):
@@ -102,7 +103,7 @@ class _PlainNames:
 
 
 def _candidates(
-    facts: SnapshotFacts, templates, names: _PlainNames,
+    facts: SnapshotFacts, templates: Templates, names: _PlainNames,
     related_memo: dict[tuple[str, str, int], list[str]], subject: str, name: str, pid: str,
     year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip

@@ -39,6 +39,7 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "distinct_count"
 FIRST_YEAR = 1950
@@ -71,7 +72,7 @@ def spans(
     return found
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         if not facts.single_holder(subject, pid, "count"):
             continue
@@ -102,7 +103,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
 
 
 def _question(
-    templates, rng: random.Random, pid: str, name: str, y1: int, y2: int, *, first: bool
+    templates: Templates, rng: random.Random, pid: str, name: str, y1: int, y2: int, *, first: bool
 ) -> str:
     if first or rng.random() < 0.5:
         return pick(templates, rng, pid, "count", subject=name, year=y1, year2=y2)

@@ -48,6 +48,7 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "interval_change"
 FIRST_YEAR = 1950
@@ -73,7 +74,7 @@ def changed(years: dict[int, Gold], y1: int, y2: int) -> str | None:
     return None if first & last else "yes"
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         if not facts.single_holder(subject, pid, "change"):
             continue
@@ -137,7 +138,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
 
 
 def _companions(
-    facts: SnapshotFacts, templates, subject: str, pid: str, year: int
+    facts: SnapshotFacts, templates: Templates, subject: str, pid: str, year: int
 ) -> list[tuple[str, int]]:
     """The properties r an implicit turn may ask at ``year`` after p's answer, with their tier."""
     anchor = str(year)
@@ -162,7 +163,7 @@ def _companions(
 
 
 def _follows(
-    facts: SnapshotFacts, templates, subject: str, pid: str, other: str, y1: int, y2: int
+    facts: SnapshotFacts, templates: Templates, subject: str, pid: str, other: str, y1: int, y2: int
 ) -> bool:
     """Whether r can be asked again, implicitly, at y2: a labelled gold unlike r's at y1 and
     p's at y2, and a clean reference after p's answer at y2."""

@@ -45,6 +45,7 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "interval_reasoning"
 FIRST_YEAR = 1950
@@ -63,7 +64,7 @@ def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]
     ]
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         years = facts.year_golds(subject, pid)
         askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})

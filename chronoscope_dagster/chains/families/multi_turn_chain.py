@@ -40,6 +40,7 @@ from chronoscope_dagster.chains.families.common import (
 )
 from chronoscope_dagster.chains.model import Chain, Turn
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "multi_turn_chain"
 MIN_TURNS = 3
@@ -47,7 +48,7 @@ MAX_TURNS = 6
 LEVELS = (2, 1, 0)
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, pids in facts.root_subjects():
         name = facts.subject_name(subject)
         if name is None:
@@ -70,7 +71,7 @@ def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
 
 
 def _first_chain(
-    facts: SnapshotFacts, templates, rng: random.Random, subject: str, name: str,
+    facts: SnapshotFacts, templates: Templates, rng: random.Random, subject: str, name: str,
     years: list[int], by_year: dict[int, list[str]],
 ) -> list[Turn] | None:  # fmt: skip
     """The turns of the first year keeping ``MIN_TURNS``, in passes of decreasing
@@ -87,7 +88,7 @@ def _first_chain(
 
 
 def _turns(
-    facts: SnapshotFacts, templates, rng: random.Random, subject: str, name: str, year: int,
+    facts: SnapshotFacts, templates: Templates, rng: random.Random, subject: str, name: str, year: int,
     pids: list[str], level: int,
 ) -> list[Turn]:  # fmt: skip
     """Turns on ``pids`` in a drawn order: the first explicit, each later one implicit, with

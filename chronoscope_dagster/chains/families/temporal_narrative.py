@@ -33,6 +33,7 @@ from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import askable_pairs, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
+from chronoscope_dagster.chains.templates import Templates
 
 FAMILY = "temporal_narrative"
 FIRST_YEAR = 1950
@@ -42,7 +43,7 @@ SHORT_SHARE = 0.5
 LONG_WALK = 6
 
 
-def generate(facts: SnapshotFacts, templates, seed: int) -> Iterator[Chain]:
+def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
         golds = facts.year_golds(subject, pid)
         years = sorted(
@@ -98,7 +99,9 @@ def _walk(runs: list[Run], start: int) -> list[int]:
     return walk
 
 
-def _later_question(templates, rng: random.Random, pid: str, year: int, *, last: bool) -> str:
+def _later_question(
+    templates: Templates, rng: random.Random, pid: str, year: int, *, last: bool
+) -> str:
     """A turn after the first: the property's scope switch, a generic one, or a closing one."""
     slot = "narrative_last" if last and rng.random() < 0.5 else "scope_switch"
     if slot == "scope_switch" and rng.random() < 0.5:

@@ -8,7 +8,7 @@ import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import carryover, carryover_then
-from chronoscope_dagster.chains.families.carryover import COMPLEMENTS
+from chronoscope_dagster.chains.families.common import COMPLEMENTS
 from chronoscope_dagster.chains.templates import default_templates
 from tests.chain_helpers import facts_from_rows
 

@@ -10,7 +10,7 @@ import pytest
 
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families import change_point
-from chronoscope_dagster.chains.families.change_point import COMPLEMENTS
+from chronoscope_dagster.chains.families.common import COMPLEMENTS
 from chronoscope_dagster.chains.templates import default_templates
 from tests.chain_helpers import facts_from_rows
 
