@@ -173,7 +173,7 @@ def chains_from_turns(turns: pa.Table) -> list[EvalChain]:
     return chains
 
 
-def scored_turns(length: int, first_scored_turn: int) -> range:
+def scored_turn_indexes(length: int, first_scored_turn: int) -> range:
     return range(min(first_scored_turn, length), length)
 
 
@@ -204,7 +204,7 @@ def predict(
     items = [
         (chain, turn)
         for chain in chains
-        for turn in scored_turns(len(chain.questions), first_scored_turn)
+        for turn in scored_turn_indexes(len(chain.questions), first_scored_turn)
     ]
     asked = [(chain, turn) for chain, turn in items if chain.can_ask(turn, setting)]
     requests = [chain.request(turn, setting, chain.answers) for chain, turn in asked]
