@@ -1,7 +1,6 @@
 """Chains: one asset per family and snapshot year (each subject-hash shard step builds the
 families from one index of what its chains reach), then the merged benchmark."""
 
-import resource
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -48,11 +47,9 @@ from chronoscope_dagster.chains.stats import (
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
-from chronoscope_dagster.processes import in_own_process, step_workers
+from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
 from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.warehouse import parquet_source, shard_key, write_query
-
-_SELF_AND_WORKERS = (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
 
 
 class ChainConfig(dg.Config):
@@ -139,17 +136,20 @@ def generate_chain_shard(
     workers, reduced = step_workers(config.workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
-    left = in_own_process(
+    left, peak_mb = in_own_process(
         partial(
-            write_shard_families, store, year, shard.families, config.language, config.seed,
-            workers or 1, Shard(shard.index, shard.count), shard.key,
+            measured,
+            partial(
+                write_shard_families, store, year, shard.families, config.language, config.seed,
+                workers or 1, Shard(shard.index, shard.count), shard.key,
+            ),
         )
     )  # fmt: skip
     for family, written in left.items():
         context.log.info(f"shard {shard.index}: {family}: {written.chains:,} chains")
     context.log.info(
         f"shard {shard.index} of {shard.count}: {len(shard.families)} families in "
-        f"{time.perf_counter() - started:.1f} s, peak RSS {_peak_rss_mb():,} MB"
+        f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
     )
     return GeneratedShard(shard, left)
 
@@ -163,7 +163,7 @@ def merge_chain_shards(
     warehouse: WarehouseResource,
 ) -> Iterator[dg.Output]:
     """Each family's shards as one table, in the order of unsharded generation."""
-    started = time.perf_counter()
+    started, peak = time.perf_counter(), PeakMemory(children=False)
     year = context.partition_key
     store = warehouse.warehouse
     shards = sorted(shards, key=lambda generated: generated.shard.index)
@@ -226,13 +226,8 @@ def merge_chain_shards(
         )
     context.log.info(
         f"merged {len(shards)} shard{'s' if len(shards) > 1 else ''} in "
-        f"{time.perf_counter() - started:.1f} s, peak RSS {_peak_rss_mb():,} MB"
+        f"{time.perf_counter() - started:.1f} s, peak RSS {peak.mb():,} MB"
     )
-
-
-def _peak_rss_mb() -> int:
-    """The peak resident memory of this step's process or of its largest worker."""
-    return max(resource.getrusage(who).ru_maxrss for who in _SELF_AND_WORKERS) // 1024
 
 
 def _plan_config(config: dict) -> dict:

@@ -1,0 +1,31 @@
+"""A step's peak memory is its own, not the peak of what ran before it in the process."""
+
+import sys
+from functools import partial
+
+import pytest
+
+from chronoscope_dagster.processes import PeakMemory, in_own_process, measured
+
+MB = 1 << 20
+
+
+def hold(megabytes: int) -> int:
+    block = bytearray(megabytes * MB)
+    block[::4096] = b"x" * len(block[::4096])
+    return len(block) // MB
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the reset is Linux's")
+def test_the_peak_starts_again_with_each_piece_of_work():
+    hold(400)
+    before = PeakMemory(children=False)
+    assert before.reset
+    hold(40)
+    assert before.mb() < 300
+
+
+def test_a_process_made_for_the_work_reports_the_works_peak():
+    result, peak_mb = in_own_process(partial(measured, partial(hold, 200)))
+    assert result == 200
+    assert 200 <= peak_mb < 600
