@@ -104,7 +104,7 @@ def metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
-    model, setting = keys["model"], keys["setting"]
+    model, setting = keys["model"], Setting(keys["setting"])
     store = warehouse.warehouse
     started = time.perf_counter()
     table, scored = metrics_of(

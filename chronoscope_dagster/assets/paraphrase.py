@@ -225,7 +225,7 @@ def paraphrase_metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
-    model, setting = keys["model"], keys["setting"]
+    model, setting = keys["model"], Setting(keys["setting"])
     store = warehouse.warehouse
     tables, scored = {}, {}
     for variant in VARIANTS:

@@ -15,7 +15,7 @@ from chronoscope_dagster.evaluation.comparison import (
 )
 from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_SCHEMA, knowledge_metrics
 from chronoscope_dagster.evaluation.metrics import compute_metrics
-from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS, Setting
+from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.scoring import score_turns
 from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
@@ -66,7 +66,7 @@ def write_predictions(
 def scored_turns_sql(
     warehouse: Warehouse,
     model: str,
-    setting: str,
+    setting: Setting,
     asset: str = "predictions",
     variant: str | None = None,
 ) -> str:
@@ -93,7 +93,7 @@ def scored_turns_sql(
 def scored_turns(
     warehouse: Warehouse,
     model: str,
-    setting: str,
+    setting: Setting,
     mode: str,
     asset: str = "predictions",
     variant: str | None = None,
@@ -109,7 +109,7 @@ def scored_turns(
 def metrics_of(
     warehouse: Warehouse,
     model: str,
-    setting: str,
+    setting: Setting,
     *,
     match_mode: str,
     bootstrap: int,
@@ -135,13 +135,13 @@ def all_metrics(warehouse: Warehouse, asset: str = "metrics") -> pa.Table | None
 
 
 def knowledge_of(
-    warehouse: Warehouse, model: str, setting: str, *, bootstrap: int, seed: int
+    warehouse: Warehouse, model: str, setting: Setting, *, bootstrap: int, seed: int
 ) -> pa.Table | None:
     """The knowledge metrics of ``model`` in ``setting`` against its explicit-scope run, in
     the match mode of its metrics; None unless both have metrics in the same mode."""
     modes = {
         s: warehouse.read_report("metrics", model=model, setting=s)["match_mode"]
-        for s in (setting, Setting.EXPLICIT_SCOPE.value)
+        for s in (setting, Setting.EXPLICIT_SCOPE)
         if warehouse.has("metrics", model=model, setting=s)
     }
     if len(modes) < 2 or len(set(modes.values())) > 1:
@@ -149,7 +149,7 @@ def knowledge_of(
     mode = modes[setting]
     table = knowledge_metrics(
         scored_turns(warehouse, model, setting, mode),
-        scored_turns(warehouse, model, Setting.EXPLICIT_SCOPE.value, mode),
+        scored_turns(warehouse, model, Setting.EXPLICIT_SCOPE, mode),
         bootstrap=bootstrap,
         seed=seed,
     )
@@ -164,7 +164,7 @@ def model_knowledge(
         found
         for model in models
         for setting in PAPER_SETTINGS
-        if (found := knowledge_of(warehouse, model, setting.value, bootstrap=bootstrap, seed=seed))
+        if (found := knowledge_of(warehouse, model, setting, bootstrap=bootstrap, seed=seed))
         is not None
     ]
     return pa.concat_tables([MODEL_KNOWLEDGE_SCHEMA.empty_table(), *tables])
@@ -187,7 +187,7 @@ def model_comparisons(
         for p in warehouse.partitions("metrics")
     }
     tables, uncompared = [], []
-    for setting in SETTINGS:
+    for setting in Setting:
         scored: dict[str, pa.Table] = {}
         for model, baseline in pairs:
             mode, other_mode = modes.get((baseline, setting)), modes.get((model, setting))
@@ -212,5 +212,6 @@ def model_comparisons(
 def _with_keys(table: pa.Table, keys: Mapping[str, str]) -> pa.Table:
     """``table`` with a constant string column per key, first and in order."""
     for position, (name, value) in enumerate(keys.items()):
-        table = table.add_column(position, name, pa.array([value] * table.num_rows, pa.string()))
+        column = pa.array([str(value)] * table.num_rows, pa.string())
+        table = table.add_column(position, name, column)
     return table
