@@ -24,7 +24,6 @@ from chronoscope_dagster.resources import (
     AnchorCalendar,
     DumpSources,
     ModelRegistry,
-    WarehouseResource,
 )
 from chronoscope_dagster.warehouse import Warehouse
 
@@ -83,7 +82,7 @@ def build_definitions(
         jobs=[main_job, ci_checks_job, evaluation_job, probe_job],
         sensors=[model_registry_sensor],
         resources={
-            "warehouse": WarehouseResource(home=str(warehouse.home)),
+            "warehouse": warehouse,
             "duckdb": DuckDBResource(database=str(warehouse.duckdb_path)),
             "dump_sources": dump_sources or DumpSources(),
             "anchor_calendar": anchor_calendar or AnchorCalendar(),

@@ -48,8 +48,8 @@ from chronoscope_dagster.chains.stats import (
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
-from chronoscope_dagster.resources import WarehouseResource
-from chronoscope_dagster.warehouse import parquet_source, shard_key, write_query
+from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
 
 class ChainConfig(dg.Config):
@@ -101,7 +101,7 @@ class GeneratedShard:
 
 @dg.op(ins={"facts": dg.In(dg.Nothing)}, out=dg.DynamicOut(ChainShard))
 def plan_chain_shards(
-    context: dg.OpExecutionContext, config: ChainConfig, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, config: ChainConfig, warehouse: dg.ResourceParam[Warehouse]
 ) -> Iterator[dg.DynamicOutput[ChainShard]]:
     """One step per shard, each generating the selected families."""
     families = tuple(
@@ -111,7 +111,7 @@ def plan_chain_shards(
     )
     count = config.shards
     if config.roots_per_shard:
-        roots = root_subject_count(warehouse.warehouse, context.partition_key)
+        roots = root_subject_count(warehouse, context.partition_key)
         count = shard_count(roots, config.roots_per_shard, config.shards)
         context.log.info(
             f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: "
@@ -126,12 +126,11 @@ def plan_chain_shards(
 
 @dg.op
 def generate_chain_shard(
-    context: dg.OpExecutionContext, shard: ChainShard, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, shard: ChainShard, warehouse: dg.ResourceParam[Warehouse]
 ) -> GeneratedShard:
     """The chains of the families rooted in one shard of the snapshot's subjects."""
     started = time.perf_counter()
     year = context.partition_key
-    store = warehouse.warehouse
     config = ChainConfig(**shard.config)
     workers, reduced = step_workers(config.workers, "chain generation")
     if reduced:
@@ -140,7 +139,7 @@ def generate_chain_shard(
         partial(
             measured,
             partial(
-                write_shard_families, store, year, shard.families, config.language, config.seed,
+                write_shard_families, warehouse, year, shard.families, config.language, config.seed,
                 workers or 1, Shard(shard.index, shard.count), shard.key,
             ),
         )
@@ -160,33 +159,34 @@ def generate_chain_shard(
 def merge_chain_shards(
     context: dg.OpExecutionContext,
     shards: list[GeneratedShard],
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
 ) -> Iterator[dg.Output]:
     """Each family's shards as one table, in the order of unsharded generation."""
     started, peak = time.perf_counter(), PeakMemory(children=False)
     year = context.partition_key
-    store = warehouse.warehouse
     shards = sorted(shards, key=lambda generated: generated.shard.index)
     config = ChainConfig(**shards[0].shard.config)
     for family in FAMILIES:
         asset = f"family_{family}"
         if asset not in context.selected_output_names:
             continue
-        parts = store.shard_asset(asset)
+        parts = warehouse.shard_asset(asset)
         table = merged_turns(
             [
-                pq.read_table(store.data_path(parts, snapshot_year=year, shard=generated.shard.key))
+                pq.read_table(
+                    warehouse.data_path(parts, snapshot_year=year, shard=generated.shard.key)
+                )
                 for generated in shards
             ]
         )
         keys = [generated.shard.key for generated in shards]
-        scopes_refused = merged_refusals(store, family, year, keys)
+        scopes_refused = merged_refusals(warehouse, family, year, keys)
         no_explicit = sum(
             (generated.families[family].no_explicit_question for generated in shards), Counter()
         )
-        store.write_table(asset, table, snapshot_year=year)
-        store.drop_shards(asset, snapshot_year=year)
-        store.write_report(
+        warehouse.write_table(asset, table, snapshot_year=year)
+        warehouse.drop_shards(asset, snapshot_year=year)
+        warehouse.write_report(
             asset,
             {
                 "seed": config.seed,
@@ -294,27 +294,26 @@ class ChainSourceConfig(dg.Config):
 def chains_and_turns(
     context: dg.AssetExecutionContext,
     config: ChainSourceConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     duckdb: DuckDBResource,
 ):
-    store = warehouse.warehouse
     imported: Counter[str] = Counter()
-    with store.connect() as connection:
+    with warehouse.connect() as connection:
         if config.import_jsonl:
             table, imported = import_chains(Path(config.import_jsonl).expanduser())
             context.log.info(f"imported {imported['chains']:,} chains from {config.import_jsonl}")
             connection.register("imported", table)
             sources = "SELECT * FROM imported"
         else:
-            sources = family_turns_sql(store)
+            sources = family_turns_sql(warehouse)
         merge_snapshots(connection, sources)
-        with store.writing("turns") as path:
+        with warehouse.writing("turns") as path:
             turns = write_query(connection, TURNS_SQL, path)
-        with store.writing("chains") as path:
+        with warehouse.writing("chains") as path:
             chains = write_query(connection, CHAINS_SQL, path)
         by_family = connection.execute(CHAINS_BY_FAMILY_SQL).fetchall()
-    warehouse.refresh_views(duckdb)
-    refused = refusals_by_family(store) if not config.import_jsonl else []
+    refresh_views(warehouse, duckdb)
+    refused = refusals_by_family(warehouse) if not config.import_jsonl else []
     source = config.import_jsonl or "generated families"
     yield dg.MaterializeResult(
         asset_key="turns",
@@ -347,16 +346,18 @@ def chains_and_turns(
     "drift-eligible, the copy-previous ceiling (% of scored turns whose gold holds the previous "
     "turn's answer), % yes of yes/no turns, % modal count of count turns, repeated questions.",
 )
-def benchmark_stats(warehouse: WarehouseResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    with store.connect() as connection:
+def benchmark_stats(
+    warehouse: dg.ResourceParam[Warehouse], duckdb: DuckDBResource
+) -> dg.MaterializeResult:
+    with warehouse.connect() as connection:
         sql = benchmark_stats_sql(
-            parquet_source(store.data_path("chains")), parquet_source(store.data_path("turns"))
+            parquet_source(warehouse.data_path("chains")),
+            parquet_source(warehouse.data_path("turns")),
         )
-        with store.writing("benchmark_stats") as path:
+        with warehouse.writing("benchmark_stats") as path:
             write_query(connection, sql, path)
         rows = connection.execute(sql).fetchall()
-    warehouse.refresh_views(duckdb)
+    refresh_views(warehouse, duckdb)
     paper = paper_table2()
     header = ["family", *(f"{c} (ours / paper)" for c in STATS_COLUMNS)]
     shape = len(STATS_COLUMNS) + 1
@@ -415,19 +416,18 @@ class SampleConfig(dg.Config):
     "chosen the same way.",
 )
 def eval_sample(
-    config: SampleConfig, warehouse: WarehouseResource, duckdb: DuckDBResource
+    config: SampleConfig, warehouse: dg.ResourceParam[Warehouse], duckdb: DuckDBResource
 ) -> dg.MaterializeResult:
-    store = warehouse.warehouse
     sql = eval_sample_sql(
-        parquet_source(store.data_path("chains")),
+        parquet_source(warehouse.data_path("chains")),
         config.per_stratum,
         config.self_conditioned_per_stratum,
         config.seed,
     )
-    with store.connect() as connection:
-        with store.writing("eval_sample") as path:
+    with warehouse.connect() as connection:
+        with warehouse.writing("eval_sample") as path:
             rows = write_query(connection, sql, path)
-        sample = parquet_source(store.data_path("eval_sample"))
+        sample = parquet_source(warehouse.data_path("eval_sample"))
         families = connection.execute(
             f"""SELECT family, count(*), sum(scored_turns),
                        round(100.0 * sum(scored_turns) / sum(sum(scored_turns)) OVER (), 1),
@@ -441,7 +441,7 @@ def eval_sample(
             f"""SELECT family, length, count(*), count_if(in_self_conditioned)
                 FROM {sample} GROUP BY ALL ORDER BY ALL"""
         ).fetchall()
-    warehouse.refresh_views(duckdb)
+    refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": rows,
@@ -477,12 +477,11 @@ def eval_sample(
     "merged_scope_benchmark.jsonl (present-day values kept per turn), plus this project's "
     "gold sets and scopes; importable back through the turns asset's import_jsonl config.",
 )
-def benchmark_jsonl(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    turns = pq.read_table(store.data_path("turns"))
-    with store.writing("benchmark_jsonl", "merged_scope_benchmark.jsonl") as path:
+def benchmark_jsonl(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
+    turns = pq.read_table(warehouse.data_path("turns"))
+    with warehouse.writing("benchmark_jsonl", "merged_scope_benchmark.jsonl") as path:
         chains = write_jsonl(export_chains(turns), path)
-    final = store.partition_dir("benchmark_jsonl") / "merged_scope_benchmark.jsonl"
+    final = warehouse.partition_dir("benchmark_jsonl") / "merged_scope_benchmark.jsonl"
     return dg.MaterializeResult(
         metadata={"chains": chains, "path": dg.MetadataValue.path(str(final))}
     )

@@ -45,7 +45,9 @@ from chronoscope_dagster.model_runs import (
     headline_metadata,
 )
 from chronoscope_dagster.partitions import model_setting_partitions
-from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
+from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.warehouse import Warehouse
 
 
 @dg.asset(
@@ -61,25 +63,24 @@ from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
 def predictions(
     context: dg.AssetExecutionContext,
     config: PredictionConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    store = warehouse.warehouse
     spec = models.spec(model)
     answered = answer_turn_sets(
-        store,
+        warehouse,
         spec,
         setting,
-        {"eval_sample": sample_turns_sql(store, setting)},
+        {"eval_sample": sample_turns_sql(warehouse, setting)},
         first_scored_turn=config.first_scored_turn,
         chunk_size=config.chunk_size,
         log=context.log,
     )
     table = predictions_table(model, setting, answered.predictions["eval_sample"])
     write_predictions(
-        store,
+        warehouse,
         "predictions",
         table,
         first_scored_turn=config.first_scored_turn,
@@ -101,22 +102,21 @@ def predictions(
     "interval resampling chains.",
 )
 def metrics(
-    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    store = warehouse.warehouse
     started = time.perf_counter()
     table, scored = metrics_of(
-        store,
+        warehouse,
         model,
         setting,
         match_mode=config.match_mode,
         bootstrap=config.bootstrap,
         seed=config.seed,
     )
-    store.write_table("metrics", table, model=model, setting=setting)
-    store.write_report("metrics", config.model_dump(), model=model, setting=setting)
+    warehouse.write_table("metrics", table, model=model, setting=setting)
+    warehouse.write_report("metrics", config.model_dump(), model=model, setting=setting)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,
@@ -156,12 +156,11 @@ class LeaderboardConfig(dg.Config):
 )
 def leaderboard(
     config: LeaderboardConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     duckdb: DuckDBResource,
     models: ModelRegistry,
 ) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    every = all_metrics(store)
+    every = all_metrics(warehouse)
     if every is None:
         raise dg.Failure("no metrics partition is materialized yet")
     specs = models.specs()
@@ -172,10 +171,10 @@ def leaderboard(
     except ValueError as error:
         raise dg.Failure(str(error)) from error
     comparisons, uncompared = model_comparisons(
-        store, order, bootstrap=config.bootstrap, seed=config.seed, twins=plain_twins(specs)
+        warehouse, order, bootstrap=config.bootstrap, seed=config.seed, twins=plain_twins(specs)
     )
-    knowledge = model_knowledge(store, order, bootstrap=config.bootstrap, seed=config.seed)
-    paraphrase = all_metrics(store, "paraphrase_metrics")
+    knowledge = model_knowledge(warehouse, order, bootstrap=config.bootstrap, seed=config.seed)
+    paraphrase = all_metrics(warehouse, "paraphrase_metrics")
     tables = [leaderboard_table(every)]
     markdown = markdown_tables(every)
     if paraphrase is not None and paraphrase.num_rows:
@@ -186,12 +185,12 @@ def leaderboard(
     if knowledge.num_rows:
         markdown["knowledge"] = knowledge_markdown(knowledge)
     table = pa.concat_tables(tables)
-    store.write_table("leaderboard", table)
-    with store.writing("leaderboard", COMPARISONS_FILE) as path:
+    warehouse.write_table("leaderboard", table)
+    with warehouse.writing("leaderboard", COMPARISONS_FILE) as path:
         pq.write_table(comparisons, path, compression="zstd")
-    with store.writing("leaderboard", KNOWLEDGE_FILE) as path:
+    with warehouse.writing("leaderboard", KNOWLEDGE_FILE) as path:
         pq.write_table(knowledge, path, compression="zstd")
-    warehouse.refresh_views(duckdb)
+    refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,
@@ -211,19 +210,20 @@ def leaderboard(
     "length, drift by follow-up depth, accuracy by family, models with intervals) in "
     "<home>/report/, and a results JSON per model in the reference evaluator's structure.",
 )
-def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    every = all_metrics(store)
+def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
+    every = all_metrics(warehouse)
     if every is None:
         raise dg.Failure("no metrics partition is materialized yet")
-    paraphrase = all_metrics(store, "paraphrase_metrics")
-    out = store.home / "report"
-    staging = store.home / ".report.tmp"
+    paraphrase = all_metrics(warehouse, "paraphrase_metrics")
+    out = warehouse.home / "report"
+    staging = warehouse.home / ".report.tmp"
     shutil.rmtree(staging, ignore_errors=True)
     plots = write_plots(every, staging)
     models = sorted(set(every.column("model").to_pylist()))
-    modes = {store.read_report("metrics", **p)["match_mode"] for p in store.partitions("metrics")}
-    sample = store.query(
+    modes = {
+        warehouse.read_report("metrics", **p)["match_mode"] for p in warehouse.partitions("metrics")
+    }
+    sample = warehouse.query(
         "SELECT count(*) AS chains, count_if(in_self_conditioned) AS self FROM eval_sample"
     ).to_pylist()[0]
     provenance = {
@@ -231,15 +231,15 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         "match mode": ", ".join(sorted(modes)),
         "evaluation sample": f"{sample['chains']} chains ({sample['self']} self-conditioned)",
     }
-    if store.has("paraphrased_subset"):
-        kept = store.read_report("paraphrased_subset")
+    if warehouse.has("paraphrased_subset"):
+        kept = warehouse.read_report("paraphrased_subset")
         provenance["paraphrased subset"] = (
             f"{kept['kept_chains']} of {kept['chains']} chains kept "
             f"(paraphraser {kept['paraphraser']})"
         )
-    comparisons_path = store.partition_dir("leaderboard") / COMPARISONS_FILE
+    comparisons_path = warehouse.partition_dir("leaderboard") / COMPARISONS_FILE
     comparisons = pq.read_table(comparisons_path) if comparisons_path.exists() else None
-    knowledge_path = store.partition_dir("leaderboard") / KNOWLEDGE_FILE
+    knowledge_path = warehouse.partition_dir("leaderboard") / KNOWLEDGE_FILE
     knowledge = pq.read_table(knowledge_path) if knowledge_path.exists() else None
     if knowledge is not None and (found := write_knowledge_plot(knowledge, staging)):
         plots.append(found)
@@ -258,7 +258,7 @@ def report(warehouse: WarehouseResource) -> dg.MaterializeResult:
         document = reference_results_json(
             {s: t for s, t in by_setting.items() if t.num_rows},
             model=model,
-            data=str(store.data_path("turns")),
+            data=str(warehouse.data_path("turns")),
             seed=0,
             sampled_chains_gold_qonly=sample["chains"],
             sampled_chains_self=sample["self"],

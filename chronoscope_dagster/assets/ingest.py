@@ -15,8 +15,9 @@ from pydantic import Field
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import step_workers
-from chronoscope_dagster.resources import DumpSources, WarehouseResource
-from chronoscope_dagster.warehouse import shard_key
+from chronoscope_dagster.resources import DumpSources
+from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.warehouse import Warehouse, shard_key
 from chronoscope_dagster.wikidata.download import fetch_dump
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
@@ -43,10 +44,11 @@ PROGRESS_SECONDS = 10.0
     ),
 )
 def wikidata_dump(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, dump_sources: DumpSources
+    context: dg.AssetExecutionContext,
+    warehouse: dg.ResourceParam[Warehouse],
+    dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
     year = context.partition_key
-    store = warehouse.warehouse
     last_report = [0.0]
 
     def progress(done: int, total: int | None) -> None:
@@ -58,11 +60,11 @@ def wikidata_dump(
 
     fetched = fetch_dump(
         dump_sources.source(year),
-        store.home / "downloads" / f"snapshot_year={year}",
+        warehouse.home / "downloads" / f"snapshot_year={year}",
         checksums=dump_sources.checksums.get(year),
         progress=progress,
     )
-    store.write_report(
+    warehouse.write_report(
         "wikidata_dump",
         {
             "path": str(fetched.path),
@@ -123,19 +125,18 @@ EXTRACTED = ("claims", "labels", "lifespans")
 
 @dg.op(ins={"dump": dg.In(dg.Nothing)}, out=dg.DynamicOut(DumpShard))
 def split_wikidata_dump(
-    context: dg.OpExecutionContext, config: DumpShardConfig, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, config: DumpShardConfig, warehouse: dg.ResourceParam[Warehouse]
 ) -> Iterator[dg.DynamicOutput[DumpShard]]:
     """The dump as it is (one shard), or cut into ``shards`` files of whole lines."""
     year = context.partition_key
-    store = warehouse.warehouse
-    dump = Path(store.read_report("wikidata_dump", snapshot_year=year)["path"])
+    dump = Path(warehouse.read_report("wikidata_dump", snapshot_year=year)["path"])
     if config.shards == 1:
         yield dg.DynamicOutput(DumpShard(0, 1, str(dump)), mapping_key="shard_0")
         return
     log = _throttled_log(context)
     split = split_dump(
         dump,
-        store.partition_dir(store.shard_asset("wikidata_dump"), snapshot_year=year),
+        warehouse.partition_dir(warehouse.shard_asset("wikidata_dump"), snapshot_year=year),
         config.shards,
         progress=lambda done, total: log(
             lambda: f"snapshot {year}: split: {done / 1e6:,.0f} of {total / 1e6:,.0f} MB read"
@@ -155,12 +156,11 @@ def split_wikidata_dump(
 def extract_wikidata_shard(
     context: dg.OpExecutionContext,
     shard: DumpShard,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     dump_sources: DumpSources,
 ) -> ExtractedShard:
     """Claims, labels and lifespans of one shard of the dump, as parts to be concatenated."""
     year = context.partition_key
-    store = warehouse.warehouse
     keys = {"snapshot_year": year, "shard": shard.key}
     log = _throttled_log(context)
 
@@ -170,11 +170,11 @@ def extract_wikidata_shard(
     workers, reduced = step_workers(dump_sources.workers or None, "extraction")
     if reduced:
         context.log.warning(reduced)
-    parts = store.shard_asset("extraction")
+    parts = warehouse.shard_asset("extraction")
     with (
-        store.writing(parts, "claims.parquet", **keys) as claims_path,
-        store.writing(parts, "labels.parquet", **keys) as labels_path,
-        store.writing(parts, "lifespans.parquet", **keys) as lifespans_path,
+        warehouse.writing(parts, "claims.parquet", **keys) as claims_path,
+        warehouse.writing(parts, "labels.parquet", **keys) as labels_path,
+        warehouse.writing(parts, "lifespans.parquet", **keys) as lifespans_path,
     ):
         report = extract_dump(
             Path(shard.path),
@@ -196,39 +196,38 @@ def extract_wikidata_shard(
 def merge_wikidata_shards(
     context: dg.OpExecutionContext,
     shards: list[ExtractedShard],
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     """The shards' parts concatenated in dump order into the snapshot's claims, labels and
     lifespans (a single shard's parts are renamed into place: the same bytes)."""
     year = context.partition_key
-    store = warehouse.warehouse
-    dump = store.read_report("wikidata_dump", snapshot_year=year)
+    dump = warehouse.read_report("wikidata_dump", snapshot_year=year)
     shards = sorted(shards, key=lambda extracted: extracted.shard.index)
-    parts = store.shard_asset("extraction")
+    parts = warehouse.shard_asset("extraction")
     part_dirs = [
-        store.partition_dir(parts, snapshot_year=year, shard=extracted.shard.key)
+        warehouse.partition_dir(parts, snapshot_year=year, shard=extracted.shard.key)
         for extracted in shards
     ]
     schemas = {"claims": Extractor().schema, "labels": LABELS_SCHEMA, "lifespans": LIFESPANS_SCHEMA}
     for asset, schema in schemas.items():
-        with store.writing(asset, snapshot_year=year) as path:
+        with warehouse.writing(asset, snapshot_year=year) as path:
             if len(part_dirs) == 1:
                 os.replace(part_dirs[0] / f"{asset}.parquet", path)
             else:
                 concatenate_parquet([d / f"{asset}.parquet" for d in part_dirs], path, schema)
-    store.drop_shards("extraction", snapshot_year=year)
-    store.drop_shards("wikidata_dump", snapshot_year=year)
+    warehouse.drop_shards("extraction", snapshot_year=year)
+    warehouse.drop_shards("wikidata_dump", snapshot_year=year)
     report = ExtractionReport.combined([e.report for e in shards], dump["bytes"])
     counts = dict(sorted(report.counts.items()))
-    store.write_report(
+    warehouse.write_report(
         "claims",
         {"counts": counts, "seconds": report.seconds, "workers": report.workers,
          "shards": len(shards), "input_bytes": report.input_bytes, "dump": dump},
         snapshot_year=year,
     )  # fmt: skip
-    warehouse.refresh_views(duckdb)
-    claims_table = pq.read_table(store.data_path("claims", snapshot_year=year), columns=["pid"])
+    refresh_views(warehouse, duckdb)
+    claims_table = pq.read_table(warehouse.data_path("claims", snapshot_year=year), columns=["pid"])
     by_pid = {
         row["values"]: row["counts"] for row in pc.value_counts(claims_table["pid"]).to_pylist()
     }
@@ -259,7 +258,7 @@ def merge_wikidata_shards(
             "input_mb_per_second": round(report.input_bytes / 1e6 / max(report.seconds, 1e-9), 2),
             "workers": report.workers,
             "shards": len(shards),
-            "path": dg.MetadataValue.path(str(store.data_path("claims", snapshot_year=year))),
+            "path": dg.MetadataValue.path(str(warehouse.data_path("claims", snapshot_year=year))),
         },
     )
     yield dg.Output(
@@ -268,7 +267,7 @@ def merge_wikidata_shards(
         metadata={
             "dagster/row_count": report.get("items") - report.get("items_without_english_label"),
             "items_without_english_label": report.get("items_without_english_label"),
-            "path": dg.MetadataValue.path(str(store.data_path("labels", snapshot_year=year))),
+            "path": dg.MetadataValue.path(str(warehouse.data_path("labels", snapshot_year=year))),
         },
     )
     yield dg.Output(
@@ -278,7 +277,9 @@ def merge_wikidata_shards(
             "dagster/row_count": report.get("lifespan_kept"),
             "statements_seen": report.get("lifespan_seen"),
             "dropped": dg.MetadataValue.json(report.lifespan_drops),
-            "path": dg.MetadataValue.path(str(store.data_path("lifespans", snapshot_year=year))),
+            "path": dg.MetadataValue.path(
+                str(warehouse.data_path("lifespans", snapshot_year=year))
+            ),
         },
     )
 

@@ -41,8 +41,9 @@ from chronoscope_dagster.paraphrase.tables import (
     turns_for_paraphrase,
 )
 from chronoscope_dagster.partitions import model_setting_partitions
-from chronoscope_dagster.resources import DumpSources, ModelRegistry, WarehouseResource
-from chronoscope_dagster.warehouse import parquet_source
+from chronoscope_dagster.resources import DumpSources, ModelRegistry
+from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 SAMPLE_SUBSET_CHAINS = 24
 FULL_SUBSET_CHAINS = 10_000
@@ -85,25 +86,24 @@ class ParaphraseConfig(dg.Config):
 def paraphrased_subset(
     context: dg.AssetExecutionContext,
     config: ParaphraseConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
     duckdb: DuckDBResource,
     dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
-    store = warehouse.warehouse
     spec = models.spec(config.paraphraser) if config.paraphraser else models.embedded()
     size = config.chains
     if size is None:
         embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
         size = SAMPLE_SUBSET_CHAINS if embedded else FULL_SUBSET_CHAINS
-    subset = subset_sql(parquet_source(store.data_path("eval_sample")), size, config.seed)
-    turns, labels = turns_and_labels(store, subset)
+    subset = subset_sql(parquet_source(warehouse.data_path("eval_sample")), size, config.seed)
+    turns, labels = turns_and_labels(warehouse, subset)
     items = turns_for_paraphrase(turns, entity_names(labels))
     decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
     chains = len(set(turns.column("chain_id").to_pylist()))
     context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {spec.name}")
     started = time.perf_counter()
-    with open_chat(spec, store.response_cache_path, config.chunk_size) as chat:
+    with open_chat(spec, warehouse.response_cache_path, config.chunk_size) as chat:
         results, counts = paraphrase_turns(
             items,
             chat,
@@ -119,8 +119,8 @@ def paraphrased_subset(
             f"no chain kept: every chain has a turn whose paraphrase {spec.name} could not get "
             "past the filter (see rejected_* counts); Table 5 stays empty"
         )
-    store.write_table("paraphrased_subset", table)
-    store.write_report(
+    warehouse.write_table("paraphrased_subset", table)
+    warehouse.write_report(
         "paraphrased_subset",
         {
             "config": {**config.model_dump(), "chains": size},
@@ -132,7 +132,7 @@ def paraphrased_subset(
             "kept_chains": len(kept),
         },
     )
-    warehouse.refresh_views(duckdb)
+    refresh_views(warehouse, duckdb)
     family_of = dict(zip(turns["chain_id"].to_pylist(), turns["family"].to_pylist(), strict=True))
     families = Counter(family_of[chain_id] for chain_id in kept)
     accepted = [r for r in results if r.accepted]
@@ -178,18 +178,17 @@ def paraphrased_subset(
 def paraphrase_predictions(
     context: dg.AssetExecutionContext,
     config: PredictionConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    store = warehouse.warehouse
     spec = models.spec(model)
     answered = answer_turn_sets(
-        store,
+        warehouse,
         spec,
         setting,
-        {variant: variant_turns_sql(store, variant) for variant in VARIANTS},
+        {variant: variant_turns_sql(warehouse, variant) for variant in VARIANTS},
         first_scored_turn=config.first_scored_turn,
         chunk_size=config.chunk_size,
         log=context.log,
@@ -201,7 +200,7 @@ def paraphrase_predictions(
             table.add_column(2, "variant", pa.array([variant] * table.num_rows, pa.string()))
         )
     write_predictions(
-        store,
+        warehouse,
         "paraphrase_predictions",
         pa.concat_tables(tables),
         first_scored_turn=config.first_scored_turn,
@@ -222,15 +221,14 @@ def paraphrase_predictions(
     "own bootstrap intervals.",
 )
 def paraphrase_metrics(
-    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    store = warehouse.warehouse
     tables, scored = {}, {}
     for variant in VARIANTS:
         tables[variant], scored[variant] = metrics_of(
-            store,
+            warehouse,
             model,
             setting,
             match_mode=config.match_mode,
@@ -240,8 +238,8 @@ def paraphrase_metrics(
             variant=variant,
         )
     table = pa.concat_tables(tables.values())
-    store.write_table("paraphrase_metrics", table, model=model, setting=setting)
-    store.write_report("paraphrase_metrics", config.model_dump(), model=model, setting=setting)
+    warehouse.write_table("paraphrase_metrics", table, model=model, setting=setting)
+    warehouse.write_report("paraphrase_metrics", config.model_dump(), model=model, setting=setting)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": table.num_rows,

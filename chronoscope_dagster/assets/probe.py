@@ -19,7 +19,8 @@ from chronoscope_dagster.probe.home import CORPUS_FILE, RUN_FILE, load_corpus
 from chronoscope_dagster.probe.judge import judge_for_model
 from chronoscope_dagster.probe.report import build_report, render_markdown
 from chronoscope_dagster.probe.runs import ROW_FIELDS, ProbeRun, run_probe
-from chronoscope_dagster.resources import ModelRegistry, WarehouseResource
+from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.warehouse import Warehouse
 
 
 class ProbeCorpusConfig(dg.Config):
@@ -53,14 +54,15 @@ class ProbeRunConfig(dg.Config):
     "types: temporal-as-of, temporal-current, prospective-memory) and seeded generated ones, "
     "every date in a gold answer derived from the session timestamps, no date in any message.",
 )
-def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.MaterializeResult:
-    store = warehouse.warehouse
+def probe_corpus(
+    config: ProbeCorpusConfig, warehouse: dg.ResourceParam[Warehouse]
+) -> dg.MaterializeResult:
     corpus = (
         read_corpus(config.longmemeval_file)
         if config.longmemeval_file
         else build_corpus(config.generated, config.seed)
     )
-    directory = store.partition_dir("probe_corpus")
+    directory = warehouse.partition_dir("probe_corpus")
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory, prefix=".export.") as staging:
         exported = export_corpus(corpus, Path(staging) / CORPUS_FILE)
@@ -80,7 +82,7 @@ def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.
             for item in corpus.items
         ]
     )
-    store.write_table("probe_corpus", items)
+    warehouse.write_table("probe_corpus", items)
     by_type: dict[str, int] = {}
     for item in corpus.items:
         by_type[item.question_type] = by_type.get(item.question_type, 0) + 1
@@ -90,7 +92,9 @@ def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.
             "corpus_id": corpus.id,
             "sha256": corpus.sha256(),
             "by_type": dg.MetadataValue.json(by_type),
-            "path": dg.MetadataValue.path(str(store.partition_dir("probe_corpus") / CORPUS_FILE)),
+            "path": dg.MetadataValue.path(
+                str(warehouse.partition_dir("probe_corpus") / CORPUS_FILE)
+            ),
         }
     )
 
@@ -108,16 +112,15 @@ def probe_corpus(config: ProbeCorpusConfig, warehouse: WarehouseResource) -> dg.
 def probe_runs(
     context: dg.AssetExecutionContext,
     config: ProbeRunConfig,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
 ) -> dg.MaterializeResult:
     model = context.partition_key
-    store = warehouse.warehouse
     spec = models.spec(model)
-    corpus = first_per_type(load_corpus(store), config.items_per_type)
+    corpus = first_per_type(load_corpus(warehouse), config.items_per_type)
     context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
     started = time.perf_counter()
-    cache = store.response_cache_path
+    cache = warehouse.response_cache_path
     judging = (
         judge_for_model(models.spec(config.judge_model), cache)
         if config.judge_model
@@ -126,8 +129,8 @@ def probe_runs(
     with chat_agent_for_model(spec, cache) as agent, judging as judge:
         run = run_probe(corpus, agent, model=model, judge=judge)
     rows = pa.Table.from_pylist([row.as_dict() for row in run.rows])
-    store.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
-    with store.writing("probe_runs", RUN_FILE, model=model) as path:
+    warehouse.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
+    with warehouse.writing("probe_runs", RUN_FILE, model=model) as path:
         path.write_text(json.dumps(run.as_dict(), indent=2, sort_keys=True, default=str) + "\n")
     accuracy = {}
     for row in run.rows:
@@ -155,13 +158,12 @@ def probe_runs(
     "per-item comparison with an exact sign test, what timestamps were delivered, and "
     "provenance (corpus id and SHA-256, fingerprints of the ids and judge templates).",
 )
-def probe_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    corpus = load_corpus(store)
+def probe_report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
+    corpus = load_corpus(warehouse)
     sections = []
     reports = {}
-    for partition in store.partitions("probe_runs"):
-        path = store.partition_dir("probe_runs", **partition) / RUN_FILE
+    for partition in warehouse.partitions("probe_runs"):
+        path = warehouse.partition_dir("probe_runs", **partition) / RUN_FILE
         run = ProbeRun.from_dict(json.loads(path.read_text()))
         report = build_report(run, corpus)
         reports[partition["model"]] = report.as_dict()
@@ -169,12 +171,14 @@ def probe_report(warehouse: WarehouseResource) -> dg.MaterializeResult:
     if not sections:
         raise dg.Failure("no probe_runs partition is materialized yet")
     markdown = "\n\n".join(sections)
-    with store.writing("probe_report", "report.md") as path:
+    with warehouse.writing("probe_report", "report.md") as path:
         path.write_text(markdown, encoding="utf-8")
-    store.write_report("probe_report", reports)
+    warehouse.write_report("probe_report", reports)
     return dg.MaterializeResult(
         metadata={
             "report": dg.MetadataValue.md(markdown),
-            "path": dg.MetadataValue.path(str(store.partition_dir("probe_report") / "report.md")),
+            "path": dg.MetadataValue.path(
+                str(warehouse.partition_dir("probe_report") / "report.md")
+            ),
         }
     )

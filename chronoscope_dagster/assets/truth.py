@@ -12,7 +12,8 @@ from pydantic import Field
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
-from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
+from chronoscope_dagster.resources import AnchorCalendar
+from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.truth import intervals as intervals_module
 from chronoscope_dagster.truth import table as truth_module
@@ -70,21 +71,21 @@ def _shards_config(plan: str):
 
 
 def _merged_parts(
-    store: Warehouse, asset: str, year: str, shards: list[SubjectShard], order: str, schema=None
+    warehouse: Warehouse, asset: str, year: str, shards: list[SubjectShard], order: str, schema=None
 ) -> int:
     """The parts of ``asset``'s shards as its file, in ``order``; its rows. One part is
     renamed into place (the same bytes)."""
     parts = [
-        store.data_path(store.shard_asset(asset), snapshot_year=year, shard=shard.key)
+        warehouse.data_path(warehouse.shard_asset(asset), snapshot_year=year, shard=shard.key)
         for shard in sorted(shards, key=lambda shard: shard.index)
     ]
-    with store.writing(asset, snapshot_year=year) as path:
+    with warehouse.writing(asset, snapshot_year=year) as path:
         if len(parts) == 1:
             os.replace(parts[0], path)
             rows = pq.ParquetFile(path).metadata.num_rows
         else:
             sources = ", ".join(sql_string(str(part)) for part in parts)
-            with store.connect() as connection:
+            with warehouse.connect() as connection:
                 rows = write_query(
                     connection,
                     f"SELECT * FROM read_parquet([{sources}], hive_partitioning = false) "
@@ -92,21 +93,20 @@ def _merged_parts(
                     path,
                     schema,
                 )
-    store.drop_shards(asset, snapshot_year=year)
+    warehouse.drop_shards(asset, snapshot_year=year)
     return rows
 
 
 @dg.op
 def fact_intervals_shard(
-    context: dg.OpExecutionContext, shard: SubjectShard, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, shard: SubjectShard, warehouse: dg.ResourceParam[Warehouse]
 ) -> tuple[SubjectShard, IntervalCounts]:
     year = context.partition_key
-    store = warehouse.warehouse
-    with store.connect() as connection:
-        claims = parquet_source(store.data_path("claims", snapshot_year=year))
+    with warehouse.connect() as connection:
+        claims = parquet_source(warehouse.data_path("claims", snapshot_year=year))
         counts = build_intervals(connection, shard.rows_of(claims), "fact_intervals")
-        parts = store.shard_asset("fact_intervals")
-        with store.writing(parts, snapshot_year=year, shard=shard.key) as path:
+        parts = warehouse.shard_asset("fact_intervals")
+        with warehouse.writing(parts, snapshot_year=year, shard=shard.key) as path:
             write_query(connection, "SELECT * FROM fact_intervals", path)
     return shard, counts
 
@@ -115,16 +115,15 @@ def fact_intervals_shard(
 def merge_fact_intervals(
     context: dg.OpExecutionContext,
     parts: list[tuple[SubjectShard, IntervalCounts]],
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     year = context.partition_key
-    store = warehouse.warehouse
     shards = [shard for shard, _ in parts]
-    rows = _merged_parts(store, "fact_intervals", year, shards, INTERVAL_ORDER)
+    rows = _merged_parts(warehouse, "fact_intervals", year, shards, INTERVAL_ORDER)
     counts = IntervalCounts.combined([counts for _, counts in parts])
-    store.write_report("fact_intervals", counts.__dict__, snapshot_year=year)
-    warehouse.refresh_views(duckdb)
+    warehouse.write_report("fact_intervals", counts.__dict__, snapshot_year=year)
+    refresh_views(warehouse, duckdb)
     yield dg.Output(
         None,
         metadata={
@@ -157,16 +156,15 @@ def fact_intervals(claims):
 def truth_shard(
     context: dg.OpExecutionContext,
     shard: SubjectShard,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     anchor_calendar: AnchorCalendar,
 ) -> SubjectShard:
     year = context.partition_key
-    store = warehouse.warehouse
     anchors = anchor_calendar.anchors(int(year))
-    with store.connect() as connection:
-        intervals = parquet_source(store.data_path("fact_intervals", snapshot_year=year))
-        parts = store.shard_asset("truth")
-        with store.writing(parts, snapshot_year=year, shard=shard.key) as path:
+    with warehouse.connect() as connection:
+        intervals = parquet_source(warehouse.data_path("fact_intervals", snapshot_year=year))
+        parts = warehouse.shard_asset("truth")
+        with warehouse.writing(parts, snapshot_year=year, shard=shard.key) as path:
             write_truth(connection, shard.rows_of(intervals), anchors, path)
     return shard
 
@@ -175,24 +173,23 @@ def truth_shard(
 def merge_truth(
     context: dg.OpExecutionContext,
     shards: list[SubjectShard],
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     anchor_calendar: AnchorCalendar,
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     year = context.partition_key
-    store = warehouse.warehouse
     anchors = anchor_calendar.anchors(int(year))
-    rows = _merged_parts(store, "truth", year, shards, TRUTH_ORDER, TRUTH_SCHEMA)
-    with store.connect() as connection:
+    rows = _merged_parts(warehouse, "truth", year, shards, TRUTH_ORDER, TRUTH_SCHEMA)
+    with warehouse.connect() as connection:
         summary = connection.execute(
             f"""SELECT anchor_scope, count(*) AS rows, sum(n_values) AS values,
                        count_if(n_values > 1) AS multi_valued,
                        count_if(len(uncertain_value_qids) > 0) AS with_uncertain
-                FROM {parquet_source(store.data_path("truth", snapshot_year=year))}
+                FROM {parquet_source(warehouse.data_path("truth", snapshot_year=year))}
                 GROUP BY 1 ORDER BY 1"""
         ).fetchall()
-    store.write_report("truth", {"anchors": [a.key for a in anchors]}, snapshot_year=year)
-    warehouse.refresh_views(duckdb)
+    warehouse.write_report("truth", {"anchors": [a.key for a in anchors]}, snapshot_year=year)
+    refresh_views(warehouse, duckdb)
     yield dg.Output(
         None,
         metadata={
@@ -233,15 +230,14 @@ def truth(fact_intervals):
     "Drift is measured against these.",
 )
 def present_day(
-    warehouse: WarehouseResource, anchor_calendar: AnchorCalendar, duckdb: DuckDBResource
+    warehouse: dg.ResourceParam[Warehouse], anchor_calendar: AnchorCalendar, duckdb: DuckDBResource
 ) -> dg.MaterializeResult:
-    store = warehouse.warehouse
-    year = latest_snapshot(store)
+    year = latest_snapshot(warehouse)
     anchor = anchor_calendar.present_day_anchor(int(year))
-    with store.connect() as connection:
-        truth_rows = parquet_source(store.data_path("truth", snapshot_year=year))
-        labels = parquet_source(store.data_path("labels", snapshot_year=year))
-        with store.writing("present_day") as path:
+    with warehouse.connect() as connection:
+        truth_rows = parquet_source(warehouse.data_path("truth", snapshot_year=year))
+        labels = parquet_source(warehouse.data_path("labels", snapshot_year=year))
+        with warehouse.writing("present_day") as path:
             sql = present_day_sql(truth_rows, labels, anchor.key)
             rows = write_query(
                 connection,
@@ -250,10 +246,10 @@ def present_day(
             )
         unlabelled = connection.execute(
             "SELECT count_if(canonical_label IS NULL) "
-            f"FROM {parquet_source(store.data_path('present_day'))}"
+            f"FROM {parquet_source(warehouse.data_path('present_day'))}"
         ).fetchone()[0]
-    store.write_report("present_day", {"snapshot_year": year, "anchor": anchor.key})
-    warehouse.refresh_views(duckdb)
+    warehouse.write_report("present_day", {"snapshot_year": year, "anchor": anchor.key})
+    refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": rows,
@@ -264,9 +260,9 @@ def present_day(
     )
 
 
-def latest_snapshot(store: Warehouse) -> str:
+def latest_snapshot(warehouse: Warehouse) -> str:
     """The latest snapshot year; its truth must be materialized."""
     year = SNAPSHOT_YEARS[-1]
-    if not store.has("truth", snapshot_year=year):
+    if not warehouse.has("truth", snapshot_year=year):
         raise FileNotFoundError(f"truth for the latest snapshot year {year} is not materialized")
     return year

@@ -20,8 +20,8 @@ from chronoscope_dagster.checks.expectations import (
     suite_check_result,
     suite_per_snapshot,
 )
-from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 DETERMINISM_SUBJECTS = 10_000
@@ -37,8 +37,8 @@ YEAR_PATTERN = r"\b(1[0-9]|20)[0-9][0-9]\b"
     description="Every explicit dated turn states its year (the first turn of each family whose "
     "first turn is explicit included); no implicit turn contains a year.",
 )
-def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def turns_state_their_time(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         missing_year, implicit_with_year, first_implicit = connection.execute(
             f"""SELECT
                 count_if(is_explicit AND scope_year IS NOT NULL
@@ -62,8 +62,8 @@ def turns_state_their_time(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     blocking=True,
     description="No question repeats within a chain (case and outer spaces aside).",
 )
-def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def turns_no_repeated_questions(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         repeated = connection.execute(repeated_questions_sql("turns")).fetchall()
     by_family: dict[str, int] = {}
     for family, *_ in repeated:
@@ -86,8 +86,8 @@ def turns_no_repeated_questions(warehouse: WarehouseResource) -> dg.AssetCheckRe
     description="Every family has a scored turn of the answer kind it exists to ask (yes/no for "
     "interval reasoning and interval change, a count for distinct count, an entity otherwise).",
 )
-def turns_families_score_their_kind(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def turns_families_score_their_kind(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         missing = connection.execute(missing_defining_kind_sql("turns", FAMILIES)).fetchall()
     return dg.AssetCheckResult(
         passed=not missing,
@@ -102,8 +102,8 @@ def turns_families_score_their_kind(warehouse: WarehouseResource) -> dg.AssetChe
     "under half of a family's counts, at least 70% of scored implicit turns drift-eligible and "
     "a copy-previous ceiling of at most 25% overall (a warning: the sample may miss them).",
 )
-def benchmark_stats_balanced(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def benchmark_stats_balanced(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         cursor = connection.execute("SELECT * FROM benchmark_stats")
         columns = [column[0] for column in cursor.description]
         rows = [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
@@ -122,8 +122,8 @@ def benchmark_stats_balanced(warehouse: WarehouseResource) -> dg.AssetCheckResul
     "valid at the turn's time scope (its anchor, or the timeless facts), less the values only "
     "timeless statements support where the scope lies outside the subject's lifespan.",
 )
-def turns_gold_valid_at_scope(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def turns_gold_valid_at_scope(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         checked, wrong = connection.execute(
             gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
         ).fetchone()
@@ -142,9 +142,9 @@ def turns_gold_valid_at_scope(warehouse: WarehouseResource) -> dg.AssetCheckResu
     "timeless statements support is asked outside its subject's lifespan; no count is asked of "
     "an open-ended property.",
 )
-def turns_golds_decided_by_facts(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def turns_golds_decided_by_facts(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
     functional = sorted(default_catalog().functional_pids)
-    with warehouse.warehouse.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         uncovered = connection.execute(
             f"""SELECT t.chain_id, t.turn_index, t.question, u.longest_gap
                 FROM ({uncovered_sql("turns", "fact_intervals", "lifespans", functional)}) u
@@ -180,8 +180,8 @@ def turns_golds_decided_by_facts(warehouse: WarehouseResource) -> dg.AssetCheckR
     description="Chain ids are unique, each chain's turns are numbered 0..n-1, and every family "
     "of the paper's Table 2 has chains.",
 )
-def chains_complete_and_unique(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    with warehouse.warehouse.connect(views=True) as connection:
+def chains_complete_and_unique(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
         duplicate_ids = connection.execute(
             "SELECT count(*) - count(DISTINCT chain_id) FROM chains"
         ).fetchone()[0]
@@ -225,11 +225,10 @@ class DeterminismConfig(dg.Config):
     "check's bound, the chains rooted in one subject-hash shard.",
 )
 def chains_deterministic(
-    config: DeterminismConfig, warehouse: WarehouseResource
+    config: DeterminismConfig, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = sorted({p["snapshot_year"] for p in store.partitions("family_carryover")})
-    compared = differing_by_year(store, years, config.subjects_per_check, config.shard)
+    years = sorted({p["snapshot_year"] for p in warehouse.partitions("family_carryover")})
+    compared = differing_by_year(warehouse, years, config.subjects_per_check, config.shard)
     differing = [
         f"{family}[{year}]" for year, (_, families) in compared.items() for family in families
     ]
@@ -279,10 +278,10 @@ TURNS_EXPECTATIONS = {
     description="Great-expectations suite on turns (question form, value sets, ranges), on a "
     f"seeded sample of at most {GE_SAMPLE_ROWS:,} rows per snapshot year.",
 )
-def turns_expectations(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+def turns_expectations(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
     columns = ["question", "answer", "answer_kind", "family", "pid", "subject_qid",
                "chain_length", "turn_index", "scope_year"]  # fmt: skip
-    with warehouse.warehouse.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         years = [str(y) for (y,) in connection.execute(
             "SELECT DISTINCT snapshot_year FROM turns ORDER BY 1").fetchall()]  # fmt: skip
         rows, failures = suite_per_snapshot(connection, "turns", columns, years, TURNS_EXPECTATIONS)

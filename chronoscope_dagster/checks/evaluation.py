@@ -11,44 +11,45 @@ from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.evaluation.queries import sample_turns_sql
 from chronoscope_dagster.evaluation.reference_systems import reference_problems
 from chronoscope_dagster.paraphrase.queries import VARIANTS, variant_turns_sql
-from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
 def checked_model_partitions(
-    context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str = "predictions"
+    context: dg.AssetCheckExecutionContext, warehouse: Warehouse, asset: str = "predictions"
 ) -> list[tuple[str, Setting]]:
     """The (model, setting) partition the run materialized, else every materialized one."""
-    return [(p["model"], Setting(p["setting"])) for p in checked_partitions(context, store, asset)]
+    return [
+        (p["model"], Setting(p["setting"])) for p in checked_partitions(context, warehouse, asset)
+    ]
 
 
-def _expected_turns_sql(store: Warehouse, asset: str, setting: Setting) -> str:
+def _expected_turns_sql(warehouse: Warehouse, asset: str, setting: Setting) -> str:
     """(variant, chain_id, turn_index) of every turn the asset's partition must answer."""
     if asset == "predictions":
         return f"""SELECT 'original' AS variant, chain_id, turn_index
-                   FROM ({sample_turns_sql(store, setting)})"""
+                   FROM ({sample_turns_sql(warehouse, setting)})"""
     return " UNION ALL ".join(
-        f"SELECT '{variant}' AS variant, chain_id, turn_index FROM ({variant_turns_sql(store, variant)})"
+        f"SELECT '{variant}' AS variant, chain_id, turn_index FROM ({variant_turns_sql(warehouse, variant)})"
         for variant in VARIANTS
     )
 
 
-def _coverage(store: Warehouse, asset: str, model: str, setting: Setting) -> dict[str, int]:
-    first = int(store.read_report(asset, model=model, setting=setting)["first_scored_turn"])
+def _coverage(warehouse: Warehouse, asset: str, model: str, setting: Setting) -> dict[str, int]:
+    first = int(warehouse.read_report(asset, model=model, setting=setting)["first_scored_turn"])
     needs_context = setting is Setting.SELF_CONDITIONED
-    path = parquet_source(store.data_path(asset, model=model, setting=setting))
+    path = parquet_source(warehouse.data_path(asset, model=model, setting=setting))
     got = (
         f"SELECT * FROM {path}"
         if asset != "predictions"
         else (f"SELECT *, 'original' AS variant FROM {path}")
     )
     keys = "variant, chain_id, turn_index"
-    with store.connect() as connection:
+    with warehouse.connect() as connection:
         row = connection.execute(
             f"""WITH expected AS (
                     SELECT {keys}, turn_index >= {first} AS scored
-                    FROM ({_expected_turns_sql(store, asset, setting)})
+                    FROM ({_expected_turns_sql(warehouse, asset, setting)})
                     WHERE turn_index >= {first} OR {str(needs_context).lower()}),
                 got AS ({got}),
                 counted AS (SELECT {keys}, count(*) AS n FROM got GROUP BY ALL)
@@ -85,11 +86,10 @@ def _prediction_checks(asset: str, turns: str) -> list[dg.AssetChecksDefinition]
         "answer or the backend's error, never an empty stand-in.",
     )
     def one_per_turn(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
     ) -> dg.AssetCheckResult:
-        store = warehouse.warehouse
-        partitions = checked_model_partitions(context, store, asset)
-        report = {f"{m}/{s}": _coverage(store, asset, m, s) for m, s in partitions}
+        partitions = checked_model_partitions(context, warehouse, asset)
+        report = {f"{m}/{s}": _coverage(warehouse, asset, m, s) for m, s in partitions}
         bad = {
             key: counts
             for key, counts in report.items()
@@ -115,13 +115,12 @@ def _prediction_checks(asset: str, turns: str) -> list[dg.AssetChecksDefinition]
         "the partition to retry them, cached answers cost nothing).",
     )
     def without_errors(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
     ) -> dg.AssetCheckResult:
-        store = warehouse.warehouse
         errors: dict[str, int] = {}
-        for model, setting in checked_model_partitions(context, store, asset):
-            path = parquet_source(store.data_path(asset, model=model, setting=setting))
-            with store.connect() as connection:
+        for model, setting in checked_model_partitions(context, warehouse, asset):
+            path = parquet_source(warehouse.data_path(asset, model=model, setting=setting))
+            with warehouse.connect() as connection:
                 for kind, count in connection.execute(
                     f"""SELECT split_part(error, ':', 1), count(*) FROM {path}
                         WHERE error IS NOT NULL GROUP BY 1 ORDER BY 1"""
@@ -152,13 +151,12 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         "implicit one, in every paper setting.",
     )
     def reference_systems_behave(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
     ) -> dg.AssetCheckResult:
-        store = warehouse.warehouse
         problems: list[str] = []
         checked = []
-        for model, setting in checked_model_partitions(context, store, asset):
-            found = reference_problems(store, asset, predictions, model, setting, variants)
+        for model, setting in checked_model_partitions(context, warehouse, asset):
+            found = reference_problems(warehouse, asset, predictions, model, setting, variants)
             if found is not None:
                 checked.append(f"{model}/{setting}")
                 problems += found
@@ -179,12 +177,11 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         "mean (the paper's own Table 4 breaks this).",
     )
     def in_range_and_consistent(
-        context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+        context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
     ) -> dg.AssetCheckResult:
-        store = warehouse.warehouse
         problems = []
-        for model, setting in checked_model_partitions(context, store, asset):
-            table = pq.read_table(store.data_path(asset, model=model, setting=setting))
+        for model, setting in checked_model_partitions(context, warehouse, asset):
+            table = pq.read_table(warehouse.data_path(asset, model=model, setting=setting))
             for variant in variants:
                 part = table if variant is None else table.filter(pc.field("variant") == variant)
                 problems += [

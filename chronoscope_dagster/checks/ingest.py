@@ -13,8 +13,8 @@ from chronoscope_dagster.checks.expectations import (
     suite_per_snapshot,
 )
 from chronoscope_dagster.checks.partitions import checked_partitions
-from chronoscope_dagster.resources import WarehouseResource
 from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.properties import default_catalog
 from chronoscope_dagster.wikidata.reader import ExtractionReport
 
@@ -29,25 +29,26 @@ QID_PATTERN = "^Q[1-9][0-9]*$"
     "files hold exactly the kept statements and labelled items.",
 )
 def claims_reconcile(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
     problems: list[str] = []
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "claims")]
     for year in years:
-        report = store.read_report("claims", snapshot_year=year)
+        report = warehouse.read_report("claims", snapshot_year=year)
         counts = report["counts"]
         extraction = ExtractionReport(counts=counts)
         problems += [f"{year}: {error}" for error in extraction.reconciliation_errors]
         claims_rows = pq.ParquetFile(
-            store.data_path("claims", snapshot_year=year)
+            warehouse.data_path("claims", snapshot_year=year)
         ).metadata.num_rows
         if claims_rows != counts.get("statements_kept", 0):
             problems.append(
                 f"{year}: {claims_rows} claim rows != {counts.get('statements_kept', 0)} kept"
             )
         labelled = counts.get("items", 0) - counts.get("items_without_english_label", 0)
-        label_rows = pq.ParquetFile(store.data_path("labels", snapshot_year=year)).metadata.num_rows
+        label_rows = pq.ParquetFile(
+            warehouse.data_path("labels", snapshot_year=year)
+        ).metadata.num_rows
         if label_rows != labelled:
             problems.append(f"{year}: {label_rows} label rows != {labelled} labelled items")
     return dg.AssetCheckResult(
@@ -63,10 +64,9 @@ def claims_reconcile(
     "kept: dates and precisions come together, precisions lie in 0-14, an unknown end has no date.",
 )
 def claims_well_formed(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "claims")]
     pids = sql_list(default_catalog().pids)
     date_checks = " + ".join(
         f"count_if(({name}_date IS NULL) <> ({name}_precision IS NULL)) "
@@ -74,7 +74,7 @@ def claims_well_formed(
         f"+ count_if(({name}_date IS NULL) <> ({name}_calendar IS NULL))"
         for name in ("start", "end", "point_in_time")
     )
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         row = connection.execute(
             f"""
             SELECT
@@ -134,13 +134,12 @@ CLAIMS_EXPECTATIONS = {
     f"seeded sample of at most {GE_SAMPLE_ROWS:,} rows per snapshot year.",
 )
 def claims_expectations(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "claims")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "claims")]
     columns = ["subject_qid", "value_qid", "pid", "rank", "start_precision", "end_precision",
                "start_calendar", "end_unknown"]  # fmt: skip
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         rows, failures = suite_per_snapshot(
             connection, "claims", columns, years, CLAIMS_EXPECTATIONS
         )
@@ -154,11 +153,10 @@ def claims_expectations(
     "non-empty label or alias.",
 )
 def labels_well_formed(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "labels")]
-    with store.connect(views=True) as connection:
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "labels")]
+    with warehouse.connect(views=True) as connection:
         rows, duplicates, bad_qid, empty = connection.execute(
             f"""
             SELECT count(*), count(*) - count(DISTINCT (snapshot_year, qid)),
@@ -181,19 +179,18 @@ def labels_well_formed(
     "lifespan property whose bound is the property list's, and a precision in 0-14.",
 )
 def lifespans_well_formed(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "lifespans")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "lifespans")]
     bounds = " OR ".join(
         f"(pid = '{pid}' AND bound = '{bound}')"
         for pid, bound in default_catalog().lifespan_properties.items()
     )
     kept = sum(
-        store.read_report("claims", snapshot_year=year)["counts"].get("lifespan_kept", 0)
+        warehouse.read_report("claims", snapshot_year=year)["counts"].get("lifespan_kept", 0)
         for year in years
     )
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         rows, bad_qid, bad_bound, bad_precision = connection.execute(
             f"""
             SELECT count(*), count_if(NOT regexp_full_match(qid, '{QID_PATTERN}')),

@@ -8,8 +8,7 @@ import pyarrow.parquet as pq
 from chronoscope_dagster.paraphrase.filter import turn_problems
 from chronoscope_dagster.paraphrase.queries import turns_and_labels
 from chronoscope_dagster.paraphrase.tables import entity_names, turns_for_paraphrase
-from chronoscope_dagster.resources import WarehouseResource
-from chronoscope_dagster.warehouse import parquet_source
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
 @dg.asset_check(
@@ -21,11 +20,10 @@ from chronoscope_dagster.warehouse import parquet_source
     "no present-time word, entity, meta-text or answer, differs from the original and is a "
     "question); kept chains are those with every turn accepted.",
 )
-def paraphrases_pass_filter(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    path = store.data_path("paraphrased_subset")
+def paraphrases_pass_filter(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    path = warehouse.data_path("paraphrased_subset")
     rows = pq.read_table(path).to_pylist()
-    turns, labels = turns_and_labels(store, f"SELECT chain_id FROM {parquet_source(path)}")
+    turns, labels = turns_and_labels(warehouse, f"SELECT chain_id FROM {parquet_source(path)}")
     inputs = {
         (t.chain_id, t.turn_index): t for t in turns_for_paraphrase(turns, entity_names(labels))
     }

@@ -8,11 +8,11 @@ from chronoscope_dagster.warehouse import Warehouse
 
 
 def checked_partitions(
-    context: dg.AssetCheckExecutionContext, store: Warehouse, asset: str
+    context: dg.AssetCheckExecutionContext, warehouse: Warehouse, asset: str
 ) -> list[dict[str, str]]:
     """The partition the run materialized (its keys by dimension), else every materialized
     partition of ``asset``."""
-    available = store.partitions(asset)
+    available = warehouse.partitions(asset)
     tags = context.run.tags
     for partition in available:
         if len(partition) == 1 and tags.get("dagster/partition") in partition.values():

@@ -3,7 +3,7 @@
 import dagster as dg
 
 from chronoscope_dagster.probe.home import load_corpus
-from chronoscope_dagster.resources import WarehouseResource
+from chronoscope_dagster.warehouse import Warehouse
 
 
 @dg.asset_check(
@@ -13,8 +13,8 @@ from chronoscope_dagster.resources import WarehouseResource
     "the question, ids are unique, gold sessions exist and mark their evidence turn, and no "
     "message or question holds a date.",
 )
-def probe_corpus_valid(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    problems = load_corpus(warehouse.warehouse).validate()
+def probe_corpus_valid(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    problems = load_corpus(warehouse).validate()
     return dg.AssetCheckResult(
         passed=not problems,
         metadata={

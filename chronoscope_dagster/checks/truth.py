@@ -13,10 +13,10 @@ from chronoscope_dagster.checks.expectations import (
     suite_per_snapshot,
 )
 from chronoscope_dagster.checks.partitions import checked_partitions
-from chronoscope_dagster.resources import AnchorCalendar, WarehouseResource
+from chronoscope_dagster.resources import AnchorCalendar
 from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.truth.table import write_truth
-from chronoscope_dagster.warehouse import parquet_source
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
 @dg.asset_check(
@@ -26,18 +26,17 @@ from chronoscope_dagster.warehouse import parquet_source
     "ends before it starts; timeless rows carry no bound.",
 )
 def fact_intervals_reconcile(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "fact_intervals")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "fact_intervals")]
     problems = []
     for year in years:
-        report = store.read_report("fact_intervals", snapshot_year=year)
+        report = warehouse.read_report("fact_intervals", snapshot_year=year)
         claims_rows = pq.ParquetFile(
-            store.data_path("claims", snapshot_year=year)
+            warehouse.data_path("claims", snapshot_year=year)
         ).metadata.num_rows
         rows = pq.ParquetFile(
-            store.data_path("fact_intervals", snapshot_year=year)
+            warehouse.data_path("fact_intervals", snapshot_year=year)
         ).metadata.num_rows
         if report["statements"] != claims_rows:
             problems.append(
@@ -47,7 +46,7 @@ def fact_intervals_reconcile(
             problems.append(f"{year}: kept + dropped != statements")
         if rows != report["kept"]:
             problems.append(f"{year}: {rows} rows != {report['kept']} kept")
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         inverted, bounded_timeless = connection.execute(
             f"""SELECT count_if(valid_until < valid_from),
                        count_if(is_timeless AND (valid_from IS NOT NULL OR valid_until IS NOT NULL))
@@ -71,11 +70,10 @@ def fact_intervals_reconcile(
     "every value that holds there is in the row.",
 )
 def truth_values_hold_at_anchor(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
     years = sql_list(
-        [p["snapshot_year"] for p in checked_partitions(context, store, "truth")], numeric=True
+        [p["snapshot_year"] for p in checked_partitions(context, warehouse, "truth")], numeric=True
     )
     holds = """
         (t.anchor_scope = 'timeless' AND i.is_timeless)
@@ -84,7 +82,7 @@ def truth_values_hold_at_anchor(
             AND coalesce(i.valid_until, 'infinity'::DATE) >= t.scope_start
             AND (NOT i.end_unknown OR i.certain_until >= t.scope_start))))
     """
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         connection.execute(
             f"""CREATE TEMP TABLE scoped AS
             SELECT snapshot_year, anchor, anchor_scope, subject_qid, pid, value_qids,
@@ -129,13 +127,12 @@ def truth_values_hold_at_anchor(
     "belongs to the row's value set (it is absent only when the set is empty).",
 )
 def truth_keys_and_canonical(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
     years = sql_list(
-        [p["snapshot_year"] for p in checked_partitions(context, store, "truth")], numeric=True
+        [p["snapshot_year"] for p in checked_partitions(context, warehouse, "truth")], numeric=True
     )
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         rows, duplicates, outside, missing_canonical = connection.execute(
             f"""SELECT count(*),
                    count(*) - count(DISTINCT (snapshot_year, anchor, anchor_scope, subject_qid, pid)),
@@ -162,18 +159,19 @@ def truth_keys_and_canonical(
 )
 def truth_deterministic(
     context: dg.AssetCheckExecutionContext,
-    warehouse: WarehouseResource,
+    warehouse: dg.ResourceParam[Warehouse],
     anchor_calendar: AnchorCalendar,
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "truth")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "truth")]
     differing = []
-    with tempfile.TemporaryDirectory() as scratch, store.connect() as connection:
+    with tempfile.TemporaryDirectory() as scratch, warehouse.connect() as connection:
         for year in years:
-            intervals = parquet_source(store.data_path("fact_intervals", snapshot_year=year))
+            intervals = parquet_source(warehouse.data_path("fact_intervals", snapshot_year=year))
             again = Path(scratch) / f"truth-{year}.parquet"
             write_truth(connection, intervals, anchor_calendar.anchors(int(year)), again)
-            if not filecmp.cmp(again, store.data_path("truth", snapshot_year=year), shallow=False):
+            if not filecmp.cmp(
+                again, warehouse.data_path("truth", snapshot_year=year), shallow=False
+            ):
                 differing.append(year)
     return dg.AssetCheckResult(
         passed=not differing and bool(years),
@@ -211,13 +209,12 @@ TRUTH_EXPECTATIONS = {
     f"sample of at most {GE_SAMPLE_ROWS:,} rows per snapshot year.",
 )
 def truth_expectations(
-    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
 ) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    years = [p["snapshot_year"] for p in checked_partitions(context, store, "truth")]
+    years = [p["snapshot_year"] for p in checked_partitions(context, warehouse, "truth")]
     columns = ["subject_qid", "pid", "anchor_scope", "canonical_value_qid", "n_values",
                "year(anchor_date) AS anchor_year"]  # fmt: skip
-    with store.connect(views=True) as connection:
+    with warehouse.connect(views=True) as connection:
         rows, failures = suite_per_snapshot(connection, "truth", columns, years, TRUTH_EXPECTATIONS)
     return suite_check_result(years, rows, failures)
 
@@ -228,10 +225,9 @@ def truth_expectations(
     description="One row per (subject, property), each with a non-empty value set that holds "
     "the canonical value and is the truth of the latest day anchor (or timeless).",
 )
-def present_day_consistent(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    store = warehouse.warehouse
-    report = store.read_report("present_day")
-    with store.connect(views=True) as connection:
+def present_day_consistent(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    report = warehouse.read_report("present_day")
+    with warehouse.connect(views=True) as connection:
         rows, duplicates, bad_canonical, not_in_truth = connection.execute(
             f"""SELECT count(*),
                    count(*) - count(DISTINCT (subject_qid, pid)),

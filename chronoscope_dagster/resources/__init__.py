@@ -3,6 +3,5 @@
 from chronoscope_dagster.resources.calendar import AnchorCalendar
 from chronoscope_dagster.resources.dumps import DumpSources
 from chronoscope_dagster.resources.models import ModelRegistry
-from chronoscope_dagster.resources.warehouse import WarehouseResource
 
-__all__ = ["AnchorCalendar", "DumpSources", "ModelRegistry", "WarehouseResource"]
+__all__ = ["AnchorCalendar", "DumpSources", "ModelRegistry"]
