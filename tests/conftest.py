@@ -10,10 +10,11 @@ REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
 SAMPLE_OP_CONFIG = {
+    "eval_sample": {"per_stratum": 4, "self_conditioned_per_stratum": 2},
     "probe_runs": {"items_per_type": 1},
     "paraphrased_subset": {"chains": 4, "retries": 1},
 }
-"""The test session's small probe and paraphrased subset."""
+"""The test session's small evaluation sample, probe and paraphrased subset."""
 MODEL_THREADS = min(2, len(os.sched_getaffinity(0)))
 """Threads of the embedded model where a test runs the pipeline: it is the session's only
 busy process, and answers do not depend on the count (``test_local_backend``)."""

@@ -40,7 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
 BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
-SAMPLE_CONFIG = {"ops": {"paraphrased_subset": {"config": {"chains": 4, "retries": 1}}}}
+SAMPLE_ASSET_CONFIG = {
+    "eval_sample": {"per_stratum": 4, "self_conditioned_per_stratum": 2},
+    "paraphrased_subset": {"chains": 4, "retries": 1},
+}
+"""The small evaluation sample and paraphrased subset, launched as one run with this config."""
 REPORTS = ["leaderboard", "report", "probe_report"]
 TERMINATE = """mutation Stop($id: String!) { terminateRun(runId: $id) { __typename } }"""
 REFERENCES = "  - {name: oracle, backend: oracle}\n  - {name: present_day, backend: present_day}\n"
@@ -192,9 +196,13 @@ def _launch(stack: Stack, job: str, assets: list[str] | None = None, tags=None) 
             ... on RunConfigValidationInvalid { errors { message } } } }""",
         params={
             "selector": selector,
-            "runConfigData": SAMPLE_CONFIG
-            if assets is None or "paraphrased_subset" in assets
-            else {},
+            "runConfigData": {
+                "ops": {
+                    asset: {"config": config}
+                    for asset, config in SAMPLE_ASSET_CONFIG.items()
+                    if asset in (assets or [])
+                }
+            },
             "executionMetadata": {"tags": tags or []},
         },
     )["launchRun"]
@@ -211,13 +219,13 @@ def _run_status(stack: Stack, run_id: str) -> str | None:
 
 def _main_assets(stack: Stack) -> list[str]:
     """The main job's assets but those that read model partitions (none is evaluated yet) and
-    the paraphrased subset (launched with the small sample config)."""
+    those launched with the small sample config."""
     nodes = stack.graphql("{ assetNodes { assetKey { path } jobNames } }")["assetNodes"]
     return [
         node["assetKey"]["path"][-1]
         for node in nodes
         if "chronoscope_main" in node["jobNames"]
-        and node["assetKey"]["path"][-1] not in (*REPORTS, "paraphrased_subset")
+        and node["assetKey"]["path"][-1] not in (*REPORTS, *SAMPLE_ASSET_CONFIG)
     ]
 
 
@@ -264,8 +272,13 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
         lambda: backfill_done(stack.url, backfill), 900, "the sample pipeline", stack.logs
     )
     assert status == "COMPLETED_SUCCESS", stack.logs()
-    subset = _launch(stack, "chronoscope_main", ["paraphrased_subset"])
-    status = wait_for(lambda: _run_status(stack, subset), 600, "the paraphrased subset", stack.logs)
+    subset = _launch(stack, "chronoscope_main", list(SAMPLE_ASSET_CONFIG))
+    status = wait_for(
+        lambda: _run_status(stack, subset),
+        600,
+        "the evaluation sample and the paraphrased subset",
+        stack.logs,
+    )
     assert status == "SUCCESS", stack.logs()
     timings["sample pipeline"] = time.monotonic() - started
 
