@@ -10,7 +10,7 @@ REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
 SAMPLE_OP_CONFIG = {
-    "eval_sample": {"per_stratum": 4, "self_conditioned_per_stratum": 2},
+    "eval_sample": {"per_stratum": 4},
     "probe_runs": {"items_per_type": 1},
     "paraphrased_subset": {"chains": 4, "retries": 1},
 }

@@ -41,7 +41,7 @@ ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
 BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
 SAMPLE_ASSET_CONFIG = {
-    "eval_sample": {"per_stratum": 4, "self_conditioned_per_stratum": 2},
+    "eval_sample": {"per_stratum": 4},
     "paraphrased_subset": {"chains": 4, "retries": 1},
 }
 """The small evaluation sample and paraphrased subset, launched as one run with this config."""
