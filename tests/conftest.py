@@ -23,7 +23,7 @@ busy process, and answers do not depend on the count (``test_local_backend``).""
 SAMPLE_HOME_TIMEOUT_S = 2400
 """The per-test bound of a test that uses the sample home: pytest-timeout counts a session
 fixture's setup in the first test that asks for it, and building the home (the whole pipeline
-with the embedded model) takes 9 to 12 minutes on 2 cores."""
+with the embedded model) takes 3 to 7 minutes on 2 cores."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.evaluation.prompts import SETTINGS
+from tests.conftest import SAMPLE_OP_CONFIG
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
@@ -41,10 +42,9 @@ ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
 BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
 SAMPLE_ASSET_CONFIG = {
-    "eval_sample": {"per_stratum": 4},
-    "paraphrased_subset": {"chains": 4, "retries": 1},
+    asset: SAMPLE_OP_CONFIG[asset] for asset in ("eval_sample", "paraphrased_subset")
 }
-"""The small evaluation sample and paraphrased subset, launched as one run with this config."""
+"""The test session's evaluation sample and paraphrased subset, launched as one run."""
 REPORTS = ["leaderboard", "report", "probe_report"]
 TERMINATE = """mutation Stop($id: String!) { terminateRun(runId: $id) { __typename } }"""
 REFERENCES = "  - {name: oracle, backend: oracle}\n  - {name: present_day, backend: present_day}\n"
