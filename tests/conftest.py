@@ -28,7 +28,7 @@ with the embedded model) takes 3 to 7 minutes on 2 cores."""
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if not {"sample_home", "sample_facts"} & set(getattr(item, "fixturenames", ())):
+        if "sample_home" not in getattr(item, "fixturenames", ()):
             continue
         own = item.get_closest_marker("timeout")
         if own is None or (own.args and own.args[0] < SAMPLE_HOME_TIMEOUT_S):
@@ -80,9 +80,44 @@ def sample_home(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def sample_facts(sample_home):
+def sample_truth_home(tmp_path_factory):
+    """A home with the embedded sample's facts through ``present_day`` (dumps, claims, labels,
+    lifespans, intervals and truth of every snapshot): what chain generation reads, built in
+    seconds with no model and no evaluation."""
+    import dagster as dg
+
+    from chronoscope_dagster.orchestration import run_selection
+
+    home = tmp_path_factory.mktemp("sample-truth-home")
+    run_selection(
+        home=str(home),
+        selection="+present_day",
+        instance=dg.DagsterInstance.ephemeral(),
+        echo=lambda _: None,
+    )
+    return home
+
+
+@pytest.fixture(scope="session")
+def sample_facts(sample_truth_home):
     """The 2025 snapshot of the embedded sample, indexed for chain generation."""
     from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
-    return warehouse_facts(Warehouse(sample_home[0]), "2025")
+    return warehouse_facts(Warehouse(sample_truth_home), "2025")
+
+
+@pytest.fixture(scope="session")
+def sample_turns(sample_facts):
+    """Every family's turns generated from ``sample_facts`` (seed 0), in the merged layout."""
+    import pyarrow as pa
+
+    from chronoscope_dagster.chains.families import FAMILIES
+    from chronoscope_dagster.chains.records import generate_family
+    from chronoscope_dagster.chains.templates import default_templates
+
+    templates = default_templates()
+    tables = [generate_family(sample_facts, f, templates, 0).table for f in FAMILIES]
+    turns = pa.concat_tables(tables)
+    years = pa.array([sample_facts.snapshot_year] * turns.num_rows, pa.int32())
+    return turns.append_column("snapshot_year", years)

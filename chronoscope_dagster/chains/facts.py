@@ -163,6 +163,7 @@ class SnapshotFacts:
         self._covered: dict[tuple[str, str, Span], bool] = {}
         self._years_covered: dict[tuple[str, str, int, int], bool] = {}
         self._person: dict[str, bool | None] = {}
+        self._values_ever: dict[tuple[str, str], tuple[str, ...]] = {}
         self._forget()
         self.person_classes = default_catalog().person_classes
         self.labels: dict[str, Label] = {
@@ -444,6 +445,9 @@ class SnapshotFacts:
         if gold is None or name is None or not self.verbalizable(gold.qids):
             return None
         present = self.present.get((subject, pid), ())
+        rivals = [
+            q for q in self.values_ever(subject, pid) if q not in gold.qids and q in self.labels
+        ]
         return Turn(
             question=question,
             pid=pid,
@@ -459,7 +463,21 @@ class SnapshotFacts:
             is_explicit=explicit,
             present_qids=present,
             present_labels=tuple(self.labels[q].label for q in present if q in self.labels),
+            rival_labels=tuple(
+                text for q in rivals for text in (self.labels[q].label, *self.labels[q].aliases)
+            ),
+            scope_dependent=not explicit and self.scope_sensitive(subject, pid, anchor),
         )
+
+    def values_ever(self, subject: str, pid: str) -> tuple[str, ...]:
+        """Every value the (subject, property) had at any anchor of the snapshot, or has today,
+        by QID number."""
+        key = (subject, pid)
+        if key not in self._values_ever:
+            found = {q for gold in self.golds.get(key, {}).values() for q in gold.qids}
+            found.update(self.present.get(key, ()))
+            self._values_ever[key] = tuple(sorted(found, key=_qid_number))
+        return self._values_ever[key]
 
 
 def _rows(table: pa.Table, names: Sequence[str], batch_rows: int = 1 << 16) -> Iterator[tuple]:

@@ -12,7 +12,8 @@ Import reads such a file, ours or the authors', into the ``turns`` table
 layout. Fields the authors' file lacks are derived: the gold set is the
 turn's value (QID and label), a turn is explicit when its question holds its
 year, the scope is the turn's year; present-day values are read per turn
-first and from the chain second. A line that is not a chain is counted by
+first and from the chain second; a turn without ``scope_dependent`` depends on its scope
+when it is implicit and drift-eligible, and one without ``rival_labels`` has none. A line that is not a chain is counted by
 reason, never dropped silently. A turn's explicit question (the ``explicit_scope``
 setting's) is read from the file when it holds one (this project's export), else rendered
 from the templates as for generated chains (``chains.explicit``, seeded by ``seed`` and the
@@ -93,6 +94,8 @@ def _chain_line(rows: list[dict]) -> bytes:
                 "answer_kind": r["answer_kind"],
                 "asked_qid": r["asked_qid"],
                 "explicit_question": r.get("explicit_question"),
+                "rival_labels": r["rival_labels"],
+                "scope_dependent": r["scope_dependent"],
             }
             for r in rows
         ],
@@ -170,6 +173,11 @@ def _turn(record: dict, turn: dict) -> dict:
     present_labels = turn.get("present_day_answers")  # this project's export, even empty
     if present_labels is None:
         present_labels = _present_label(record, turn)
+    is_explicit = (
+        bool(turn["is_explicit"])
+        if "is_explicit" in turn
+        else bool(year is not None and YEAR.search(question))
+    )
     return {
         "question": question,
         "answer": answer,
@@ -185,12 +193,14 @@ def _turn(record: dict, turn: dict) -> dict:
         "scope_year": int(year) if year is not None else None,
         "scope_end_year": turn.get("scope_end_year"),
         "scope_anchor": turn.get("scope_anchor") or (str(year) if year is not None else None),
-        "is_explicit": bool(turn["is_explicit"]) if "is_explicit" in turn
-        else bool(year is not None and YEAR.search(question)),
+        "is_explicit": is_explicit,
         "present_qids": present_qids,
         "present_labels": present_labels,
         "drift_eligible": bool(turn.get("drift_eligible", False)),
         "explicit_question": turn.get("explicit_question"),
+        "rival_labels": [str(label) for label in turn.get("rival_labels") or ()],
+        "scope_dependent": bool(turn["scope_dependent"]) if "scope_dependent" in turn
+        else bool(turn.get("drift_eligible", False)) and not is_explicit,
     }  # fmt: skip
 
 

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from chronoscope_dagster.chains.explicit import explicit_by_chain
 from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import family_module
-from chronoscope_dagster.chains.model import Chain
+from chronoscope_dagster.chains.model import Chain, Turn
 from chronoscope_dagster.chains.templates import Templates, load_templates
 
 STRINGS = pa.list_(pa.string())
@@ -49,6 +49,8 @@ TURNS_SCHEMA = pa.schema(
         pa.field("present_labels", STRINGS, nullable=False),
         pa.field("drift_eligible", pa.bool_(), nullable=False),
         pa.field("explicit_question", pa.string()),
+        pa.field("rival_labels", STRINGS, nullable=False),
+        pa.field("scope_dependent", pa.bool_(), nullable=False),
     ]
 )
 
@@ -72,6 +74,7 @@ def turns_table(
             "span_years": chain.span_years,
         }
         standalone = (explicit or {}).get(chain.chain_id) or (None,) * chain.length
+        answered = [(*turn.gold_labels, *turn.gold_aliases) for turn in chain.turns]
         for index, turn in enumerate(chain.turns):
             rows.append(
                 {
@@ -96,9 +99,24 @@ def turns_table(
                     "present_labels": list(turn.present_labels),
                     "drift_eligible": turn.drift_eligible,
                     "explicit_question": standalone[index],
+                    "rival_labels": _rivals(turn, answered, index),
+                    "scope_dependent": turn.scope_dependent,
                 }
             )
     return pa.Table.from_pylist(rows, schema=TURNS_SCHEMA)
+
+
+def _rivals(turn: Turn, answered: Sequence[tuple[str, ...]], index: int) -> list[str]:
+    """What an entity turn's answer must not name beside its gold: the other values of its
+    property at any time, and the answers of the chain's other entity turns."""
+    if turn.answer_kind != "entity":
+        return []
+    own = {*turn.gold_labels, *turn.gold_aliases}
+    found = dict.fromkeys(turn.rival_labels)
+    for other, labels in enumerate(answered):
+        if other != index:
+            found.update(dict.fromkeys(labels))
+    return [label for label in found if label not in own]
 
 
 def family_turns_table(

@@ -79,14 +79,14 @@ def test_a_pronoun_fits_what_the_subject_is(sample_facts, all_chains, family):
                 assert person == (templates.properties[turn.pid].subject_kind == "person")
 
 
-def test_families_of_one_index_equal_families_each_on_its_own(sample_home):
+def test_families_of_one_index_equal_families_each_on_its_own(sample_truth_home):
     """The families asset indexes a snapshot once for all families: each family's chains and
     refusal counts are those of an index built for it alone."""
     from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_family
     from chronoscope_dagster.warehouse import Warehouse
 
-    store = Warehouse(sample_home[0])
+    store = Warehouse(sample_truth_home)
     shared = warehouse_facts(store, "2024")
     templates = default_templates()
     outputs = {family: generate_family(shared, family, templates, 3) for family in FAMILIES}
@@ -98,7 +98,7 @@ def test_families_of_one_index_equal_families_each_on_its_own(sample_home):
         assert outputs[family].scopes_refused, f"{family} refuses some scope on the sample"
 
 
-def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sample_facts):
+def test_subject_shards_split_every_family_by_its_first_subject(sample_truth_home, sample_facts):
     """Chains generated from the index of what one subject-hash shard reaches are the chains
     whose turn 1 asks about one of its subjects, with the same refusals, and together they
     are the whole family: shards change nothing. Each shard indexes fewer subjects."""
@@ -109,7 +109,7 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sam
 
     templates = default_templates()
     shards = [
-        warehouse_facts(Warehouse(sample_home[0]), "2025", Shard(index, 3)) for index in range(3)
+        warehouse_facts(Warehouse(sample_truth_home), "2025", Shard(index, 3)) for index in range(3)
     ]
     assert all(len(facts.golds) < len(sample_facts.golds) for facts in shards)
     for family in FAMILIES:
@@ -122,13 +122,13 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_home, sam
         assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)
 
 
-def test_roots_per_shard_plans_enough_shards_for_every_root(sample_home, sample_facts):
+def test_roots_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
     """The shard count for at most N roots a shard: every subject a chain may start from is
     counted, and the count is rounded up, never below the shards asked for."""
     from chronoscope_dagster.chains.reach import root_subject_count, shard_count
     from chronoscope_dagster.warehouse import Warehouse
 
-    roots = root_subject_count(Warehouse(sample_home[0]), "2025")
+    roots = root_subject_count(Warehouse(sample_truth_home), "2025")
     assert roots >= len(sample_facts.pids_by_subject) > 0
     assert [shard_count(10, n) for n in (1, 3, 4, 10, 11)] == [10, 4, 3, 1, 1]
     assert shard_count(0, 5) == 1 and shard_count(10, 4, at_least=7) == 7
@@ -149,7 +149,7 @@ def test_the_snapshot_wide_kinds_name_subjects_as_the_index_does(sample_facts):
     )
 
 
-def test_families_from_several_workers_equal_one_process(sample_home):
+def test_families_from_several_workers_equal_one_process(sample_truth_home):
     """Each worker indexes the snapshot and generates one subject-hash shard of every family;
     merged, the chains, their Parquet bytes and the refusal counts are those of one process."""
     import io
@@ -166,7 +166,7 @@ def test_families_from_several_workers_equal_one_process(sample_home):
         pq.write_table(table, buffer, compression="zstd")
         return buffer.getvalue()
 
-    loader = partial(warehouse_facts, Warehouse(sample_home[0]), "2023")
+    loader = partial(warehouse_facts, Warehouse(sample_truth_home), "2023")
     alone = dict(generate_families(loader, FAMILIES, "en", 11))
     shared = dict(generate_families(loader, FAMILIES, "en", 11, workers=2))
     for family in FAMILIES:

@@ -1,10 +1,8 @@
 """The authors' JSON-lines chain format: export, import, and the round trip."""
 
 import orjson
-import pyarrow.parquet as pq
 
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.warehouse import Warehouse
 
 RELEASED_FIELDS = {
     "chain_id", "family", "snapshot_year", "anchor_date", "truth_type", "difficulty",
@@ -16,9 +14,8 @@ RELEASED_TURN_FIELDS = {
 }  # fmt: skip
 
 
-def test_round_trip_keeps_every_turn(sample_home, tmp_path):
-    home, _ = sample_home
-    turns = pq.read_table(Warehouse(home).data_path("turns"))
+def test_round_trip_keeps_every_turn(sample_turns, tmp_path):
+    turns = sample_turns
     path = tmp_path / "merged_scope_benchmark.jsonl"
     chains = write_jsonl(export_chains(turns), path)
     assert chains == len(set(turns["chain_id"].to_pylist()))
