@@ -28,6 +28,7 @@ class Claim:
     point: tuple[str, int] | None = None
     rank: str = "normal"
     end_unknown: bool = False
+    replaces: tuple[str, ...] = ()
 
 
 def claims_table(claims: list[Claim]) -> pa.Table:
@@ -48,6 +49,8 @@ def claims_table(claims: list[Claim]) -> pa.Table:
                 row[f"{name}_date"] = date.fromisoformat(value[0])
                 row[f"{name}_precision"] = value[1]
                 row[f"{name}_calendar"] = "gregorian"
+        if claim.replaces:
+            row["q_replaces"] = list(claim.replaces)
         for name in schema.names:
             columns[name].append(row[name])
     return pa.table(columns, schema=schema)
@@ -61,12 +64,26 @@ def year(number: int) -> Anchor:
     return Anchor(date(number, 1, 1), "year")
 
 
-def compute(claims: list[Claim] | pa.Table, anchors: list[Anchor], anchors_per_query: int = 100):
-    """(interval counts, intervals table, truth rows keyed by (anchor, subject, pid))."""
+def compute(
+    claims: list[Claim] | pa.Table,
+    anchors: list[Anchor],
+    anchors_per_query: int = 100,
+    lifespans: pa.Table | None = None,
+):
+    """(interval counts, intervals table, truth rows keyed by (anchor, subject, pid)); the
+    single-holder properties are the property list's, as in the pipeline."""
     table = claims if isinstance(claims, pa.Table) else claims_table(claims)
     connection = duckdb.connect()
     connection.register("claims_in", table)
-    counts = build_intervals(connection, "claims_in", "fact_intervals")
+    if lifespans is not None:
+        connection.register("lifespans_in", lifespans)
+    counts = build_intervals(
+        connection,
+        "claims_in",
+        "fact_intervals",
+        lifespans=None if lifespans is None else "lifespans_in",
+        functional=default_catalog().functional_pids,
+    )
     intervals = connection.sql("SELECT * FROM fact_intervals").to_arrow_table()
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "truth.parquet"

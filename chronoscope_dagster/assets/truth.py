@@ -25,6 +25,7 @@ from chronoscope_dagster.truth.table import (
     write_truth,
 )
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
+from chronoscope_dagster.wikidata.properties import default_catalog
 
 
 def _rules(doc: str | None) -> str:
@@ -57,7 +58,10 @@ class SubjectShard:
         return f"(SELECT * FROM {source} WHERE hash(subject_qid) % {self.count} = {self.index})"
 
 
-@dg.op(ins={"upstream": dg.In(dg.Nothing)}, out=dg.DynamicOut(SubjectShard))
+@dg.op(
+    ins={"upstream": dg.In(dg.Nothing), "also_upstream": dg.In(dg.Nothing)},
+    out=dg.DynamicOut(SubjectShard),
+)
 def plan_subject_shards(config: SubjectShardConfig) -> Iterator[dg.DynamicOutput[SubjectShard]]:
     for index in range(config.shards):
         yield dg.DynamicOutput(SubjectShard(index, config.shards), mapping_key=f"shard_{index}")
@@ -104,7 +108,15 @@ def fact_intervals_shard(
     year = context.partition_key
     with warehouse.connect() as connection:
         claims = parquet_source(warehouse.data_path("claims", snapshot_year=year))
-        counts = build_intervals(connection, shard.rows_of(claims), "fact_intervals")
+        counts = build_intervals(
+            connection,
+            shard.rows_of(claims),
+            "fact_intervals",
+            lifespans=parquet_source(warehouse.data_path("lifespans", snapshot_year=year))
+            if warehouse.has("lifespans", snapshot_year=year)
+            else None,
+            functional=default_catalog().functional_pids,
+        )
         parts = warehouse.shard_asset("fact_intervals")
         with warehouse.writing(parts, snapshot_year=year, shard=shard.key) as path:
             write_query(connection, "SELECT * FROM fact_intervals", path)
@@ -135,21 +147,29 @@ def merge_fact_intervals(
                 markdown_table(["time source", "statements"], sorted(counts.by_source.items()))
             ),
             "by_end_precision": dg.MetadataValue.json(counts.by_end_precision),
+            "by_start_source": dg.MetadataValue.json(counts.by_start_source),
             "shards": len(shards),
         },
     )
 
 
 @dg.graph_asset(
-    ins={"claims": dg.AssetIn(dagster_type=dg.Nothing)},
+    ins={
+        "claims": dg.AssetIn(dagster_type=dg.Nothing),
+        "lifespans": dg.AssetIn(dagster_type=dg.Nothing),
+    },
     partitions_def=snapshot_year_partitions,
     group_name="truth",
     kinds={"duckdb", "parquet"},
     description=_rules(intervals_module.__doc__),
     config=_shards_config("plan_subject_shards"),
 )
-def fact_intervals(claims):
-    return merge_fact_intervals(plan_subject_shards(claims).map(fact_intervals_shard).collect())
+def fact_intervals(claims, lifespans):
+    return merge_fact_intervals(
+        plan_subject_shards(upstream=claims, also_upstream=lifespans)
+        .map(fact_intervals_shard)
+        .collect()
+    )
 
 
 @dg.op
@@ -217,7 +237,7 @@ def merge_truth(
     config=_shards_config("plan_subject_shards"),
 )
 def truth(fact_intervals):
-    return merge_truth(plan_subject_shards(fact_intervals).map(truth_shard).collect())
+    return merge_truth(plan_subject_shards(upstream=fact_intervals).map(truth_shard).collect())
 
 
 @dg.asset(

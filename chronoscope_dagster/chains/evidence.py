@@ -27,6 +27,11 @@ Rules (days are inclusive; every scope is clipped to the snapshot's last day):
 * A "no" needs positive evidence (``no_evidence`` otherwise): a covered span
   of a single-holder property, or the asked value's own statements all dated
   and none reaching into the span.
+* A scope where a value may or may not hold decides nothing: a statement with
+  an end but no known start (``truth.intervals``) from its possible beginning
+  to its end (``unknown_start``), or one that ended at an unrecorded date after
+  its start (``unknown_end``). Its value never counts as a known span.
+* A timeless value holds only within both its subject's and its own lifespan.
 """
 
 from __future__ import annotations
@@ -48,6 +53,8 @@ DROP_REASONS = (
     "open_ended_change",
     "incomplete_count",
     "no_evidence",
+    "unknown_start",
+    "unknown_end",
 )
 NEVER = -(1 << 40)
 FOREVER = 1 << 40

@@ -4,14 +4,15 @@ Everything is keyed by QID (never by label). A subject whose English label is
 shared with another subject of the snapshot is named with its description
 ("Georgia (country in the Caucasus)") or, without one, left out; the count of
 left-out subjects is reported. Label hygiene keeps non-ASCII names and drops
-placeholders ("unknown", "none") and identifiers ("Q42"). A (subject, property)
-with a value of unknown validity at some anchor (a statement that ended at an
-unrecorded date) is left out entirely, since no question about it has a
-certain gold.
+placeholders ("unknown", "none") and identifiers ("Q42"). An anchor where a
+value of unknown validity may hold (a statement that ended at an unrecorded
+date, or started at an unknown one) has no gold: no question about it has a
+certain answer.
 
 A gold is returned only where the facts decide it (``chains.evidence``): a
-single-holder property must cover the scope, and timeless values hold only
-within the subject's lifespan. Every refused (subject, property, scope) is
+single-holder property must cover the scope, no value of unknown validity may
+hold in it, and timeless values hold only within the subject's and their own
+lifespans. Every refused (subject, property, scope) is
 counted once by reason in ``drops``.
 """
 
@@ -50,7 +51,7 @@ IDENTIFIER = re.compile(r"[QPL]\d+")
 MAX_LABEL = 100
 UNKNOWN_LIFESPAN = Lifespan()
 INTERVAL_COLUMNS = ("subject_qid", "pid", "value_qid", "valid_from", "valid_until",
-                    "certain_until", "is_timeless", "end_unknown")  # fmt: skip
+                    "certain_until", "is_timeless", "end_unknown", "start_unknown")  # fmt: skip
 
 
 def clean_label(label: str | None) -> bool:
@@ -149,11 +150,14 @@ class SnapshotFacts:
         intervals: pa.Table,
         lifespan_rows: pa.Table,
         wide: SnapshotWide,
+        undecided: pa.Table | None = None,
     ):
         """``gold_rows``: the ``truth`` rows of chain properties with a canonical value, in the
         table's order, of pairs with no value of unknown validity. ``intervals``
         (``fact_intervals`` rows of those pairs) are the evidence of coverage: without them a
-        single-holder property decides no dated scope."""
+        single-holder property decides no dated scope. ``undecided``: the (anchor, subject,
+        property) where a value of unknown validity may hold, with the reason
+        (``unknown_start``, ``unknown_end``): no gold there."""
         self.snapshot_year = snapshot_year
         self.last_day = anchor_span(None, snapshot_year)[1]
         self.functional = default_catalog().functional_pids
@@ -182,6 +186,12 @@ class SnapshotFacts:
             if (gold := distinct.get(key)) is None:
                 gold = distinct[key] = Gold(*key)
             self.golds[(subject, pid)][anchors.setdefault(anchor, anchor)] = gold
+        self.undecided: dict[tuple[str, str], dict[str | None, str]] = defaultdict(dict)
+        if undecided is not None:
+            for anchor, subject, pid, reason in _rows(
+                undecided, ["anchor", "subject_qid", "pid", "reason"]
+            ):
+                self.undecided[(subject, pid)][anchors.setdefault(anchor, anchor)] = reason
         self._index_intervals(intervals)
         self.present: dict[tuple[str, str], tuple[str, ...]] = {
             (subject, pid): tuple(values)
@@ -231,11 +241,16 @@ class SnapshotFacts:
             lambda: defaultdict(list)
         )
         self.timeless_values: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.unstarted_values: dict[tuple[str, str], set[str]] = defaultdict(set)
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
-        rows = _rows(python_dates(intervals.select(list(INTERVAL_COLUMNS))), INTERVAL_COLUMNS)
-        for subject, pid, value, start, until, certain_until, timeless, end_unknown in rows:
+        rows = _rows(python_dates(intervals), INTERVAL_COLUMNS)
+        for row in rows:
+            subject, pid, value, start, until, certain_until, timeless, end_unknown, unstarted = row
             key = (subject, pid)
             if key not in self.golds:
+                continue
+            if unstarted:
+                self.unstarted_values[key].add(value)
                 continue
             if timeless:
                 self.timeless_values[key].add(value)
@@ -294,10 +309,11 @@ class SnapshotFacts:
         decision = self._decisions.get(key)
         if decision is None:
             by_anchor = self.golds.get((subject, pid))
-            if not by_anchor:
-                return None
-            timeless = None in by_anchor and len(by_anchor) == 1
-            if not timeless and anchor not in by_anchor:
+            timeless = bool(by_anchor) and None in by_anchor and len(by_anchor) == 1
+            if not by_anchor or (not timeless and anchor not in by_anchor):
+                reason = self.undecided.get((subject, pid), {}).get(anchor)
+                if reason is not None:
+                    self.refuse(subject, pid, anchor, reason)
                 return None
             gold = by_anchor[None] if timeless else by_anchor[anchor]
             decision = self._decisions[key] = self._decide(subject, pid, anchor, gold, by_anchor)
@@ -312,16 +328,20 @@ class SnapshotFacts:
         """The gold at an anchor (``gold``, the truth table's), or None with the reason the
         facts refuse it."""
         span = anchor_span(anchor, self.snapshot_year)
-        outside = self.existence(subject).outside(span)
-        if outside is not None:
-            timeless = (
-                set(gold.qids)
-                if None in by_anchor
-                else self.timeless_values.get((subject, pid), set())
-            )
-            kept = tuple(qid for qid in gold.qids if qid not in timeless)
+        timeless = (
+            set(gold.qids) if None in by_anchor else self.timeless_values.get((subject, pid), ())
+        )
+        if timeless:
+            subject_outside = self.existence(subject).outside(span)
+            outside = {
+                qid: reason
+                for qid in gold.qids
+                if qid in timeless
+                and (reason := subject_outside or self.existence(qid).outside(span)) is not None
+            }
+            kept = tuple(qid for qid in gold.qids if qid not in outside)
             if not kept:
-                return None, outside
+                return None, next(iter(outside.values()))
             if kept != gold.qids:
                 gold = Gold(kept, self._canonical(subject, pid, gold.canonical, kept))
         if pid in self.functional and not self.covered(subject, pid, span):
@@ -418,8 +438,10 @@ class SnapshotFacts:
         scope = f"{first}-{last}"
         span = anchor_span(scope, self.snapshot_year)
         own = self.value_spans.get((subject, pid), {}).get(value, [])
-        timeless = value in self.timeless_values.get((subject, pid), set())
-        if own and not timeless and all(end < span[0] or start > span[1] for start, end in own):
+        undated = value in self.timeless_values.get((subject, pid), set()) or value in (
+            self.unstarted_values.get((subject, pid), set())
+        )
+        if own and not undated and all(end < span[0] or start > span[1] for start, end in own):
             return True
         self.refuse(subject, pid, f"{scope}:{value}", "no_evidence")
         return False

@@ -147,6 +147,10 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
            ORDER BY anchor NULLS FIRST, subject_qid, pid"""
     ).to_arrow_table()
     connection.register("gold", gold)
+    undecided = connection.sql(
+        """SELECT u.* FROM undecided_rows u SEMI JOIN reached r ON r.qid = u.subject_qid
+           ORDER BY anchor NULLS FIRST, subject_qid, pid"""
+    ).to_arrow_table()
     present = connection.sql(
         """SELECT subject_qid, pid, value_qids FROM src_present_day p
            SEMI JOIN reached r ON r.qid = p.subject_qid"""
@@ -180,20 +184,27 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
         holders=_holders(connection),
     )
     return {"gold_rows": gold, "labels": labels, "present_day": present, "intervals": intervals,
-            "lifespan_rows": lifespan_rows, "wide": wide}  # fmt: skip
+            "lifespan_rows": lifespan_rows, "wide": wide, "undecided": undecided}  # fmt: skip
 
 
 def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
-    """``gold_rows``: the truth rows with a canonical value of the properties ``pids``, less
-    the pairs with a value of unknown validity at some anchor."""
+    """``gold_rows``: the truth rows with a canonical value of the properties ``pids`` and no
+    value of unknown validity; ``undecided_rows``: the (subject, property, anchor) where a
+    value may or may not hold, with the reason (``unknown_start`` where a statement of the
+    pair has no known start, else ``unknown_end``)."""
     wanted = sql_list(pids)
     connection.execute(f"""CREATE TEMP TABLE gold_rows AS
-        WITH uncertain AS (
-            SELECT DISTINCT subject_qid, pid FROM src_truth
-            WHERE pid IN ({wanted}) AND len(coalesce(uncertain_value_qids, [])) > 0)
-        SELECT t.anchor, t.subject_qid, t.pid, t.value_qids, t.canonical_value_qid
-        FROM src_truth t ANTI JOIN uncertain u USING (subject_qid, pid)
-        WHERE t.pid IN ({wanted}) AND t.canonical_value_qid IS NOT NULL""")  # fmt: skip
+        SELECT anchor, subject_qid, pid, value_qids, canonical_value_qid FROM src_truth
+        WHERE pid IN ({wanted}) AND canonical_value_qid IS NOT NULL
+          AND len(coalesce(uncertain_value_qids, [])) = 0""")  # fmt: skip
+    connection.execute(f"""CREATE TEMP TABLE undecided_rows AS
+        WITH unknown_start AS (
+            SELECT DISTINCT subject_qid, pid FROM src_fact_intervals
+            WHERE pid IN ({wanted}) AND start_unknown)
+        SELECT t.anchor, t.subject_qid, t.pid,
+               CASE WHEN u.pid IS NULL THEN 'unknown_end' ELSE 'unknown_start' END AS reason
+        FROM src_truth t LEFT JOIN unknown_start u USING (subject_qid, pid)
+        WHERE t.pid IN ({wanted}) AND len(coalesce(t.uncertain_value_qids, [])) > 0""")  # fmt: skip
 
 
 def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
@@ -351,7 +362,7 @@ def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
 INTERVALS_SCHEMA = pa.schema(
     [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qid", pa.string()),
      ("valid_from", pa.date32()), ("valid_until", pa.date32()), ("certain_until", pa.date32()),
-     ("is_timeless", pa.bool_()), ("end_unknown", pa.bool_())]
+     ("is_timeless", pa.bool_()), ("end_unknown", pa.bool_()), ("start_unknown", pa.bool_())]
 )  # fmt: skip
 PRESENT_SCHEMA = pa.schema(
     [("subject_qid", pa.string()), ("pid", pa.string()), ("value_qids", pa.list_(pa.string()))]

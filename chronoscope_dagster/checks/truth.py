@@ -80,7 +80,8 @@ def truth_values_hold_at_anchor(
         OR (t.anchor_scope <> 'timeless' AND (i.is_timeless OR (
             coalesce(i.valid_from, '-infinity'::DATE) <= t.scope_end
             AND coalesce(i.valid_until, 'infinity'::DATE) >= t.scope_start
-            AND (NOT i.end_unknown OR i.certain_until >= t.scope_start))))
+            AND (NOT i.end_unknown OR i.certain_until >= t.scope_start)
+            AND NOT i.start_unknown)))
     """
     with warehouse.connect(views=True) as connection:
         connection.execute(

@@ -7,8 +7,9 @@
 * ``canonical_value_qid``: the one shown as *the* answer, by a total order:
   preferred rank first, then the most recent start (no start counts as the
   oldest), then the lowest QID number. Deterministic whatever the input order.
-* ``uncertain_value_qids``: values whose statement ended at an unknown date
-  and may or may not hold in the scope (see ``intervals``); never gold.
+* ``uncertain_value_qids``: values whose statement ended at an unknown date,
+  or started at an unknown one, and may or may not hold in the scope (see
+  ``intervals``); never gold.
 * Timeless facts (no time qualifier) of a (subject, property) that has no
   dated statement are stored once, with ``anchor_scope = 'timeless'`` and no
   anchor. Where a (subject, property) mixes timeless and dated statements, the
@@ -69,10 +70,11 @@ def truth_sql(intervals: str, anchors: str | None) -> str:
         hits = f"""
         SELECT a.anchor, a.anchor_date, a.anchor_scope, i.subject_qid, i.pid, i.value_qid,
                i.rank, i.valid_from,
-               NOT i.end_unknown OR (i.valid_from IS NOT NULL AND i.certain_until >= a.scope_start)
+               NOT i.start_unknown AND (NOT i.end_unknown
+                   OR (i.valid_from IS NOT NULL AND i.certain_until >= a.scope_start))
                    AS certain
         FROM {intervals} i JOIN {anchors} a
-          ON coalesce(i.valid_from, '-infinity'::DATE) <= a.scope_end
+          ON coalesce(i.valid_from, i.possible_from, '-infinity'::DATE) <= a.scope_end
          AND coalesce(i.valid_until, 'infinity'::DATE) >= a.scope_start
         WHERE NOT i.is_timeless
         UNION ALL

@@ -202,6 +202,61 @@ def test_unknown_end_is_uncertain_after_its_start():
     assert ("2005-01-01", "Q1", "P108") not in truth
 
 
+def test_a_single_holder_statement_without_start_holds_from_its_predecessors_end():
+    claims = [
+        Claim(UK, PM, JOHNSON, start=("2019-07-24", 11), end=("2022-09-06", 11)),
+        Claim(UK, PM, TRUSS, end=("2022-10-25", 11)),
+    ]
+    counts, rows, truth = compute(claims, [day("2022-10-01"), year(2019), year(2021)])
+    truss = next(r for r in rows.to_pylist() if r["value_qid"] == TRUSS)
+    assert truss["valid_from"] == date(2022, 9, 6) and truss["start_source"] == "predecessor"
+    assert not truss["start_unknown"] and counts.by_start_source["predecessor"] == 1
+    assert truth[("2022-10-01", UK, PM)]["value_qids"] == [TRUSS]
+    assert truth[("2019", UK, PM)]["value_qids"] == [JOHNSON]
+
+
+def test_without_a_known_start_a_value_decides_no_scope_before_its_end():
+    """Liz Truss's party with only an end date: nothing is known of it in 1952."""
+    claims = [
+        Claim(TRUSS, "P463", "Q9624", end=("1996-01-01", 9)),
+        Claim(TRUSS, "P463", "Q9630", start=("1996-01-01", 9)),
+    ]
+    counts, rows, truth = compute(claims, [year(1952), year(1990), year(2000)])
+    unknown = next(r for r in rows.to_pylist() if r["value_qid"] == "Q9624")
+    assert unknown["start_unknown"] and unknown["valid_from"] is None
+    assert unknown["start_source"] == "unknown" and counts.by_start_source["unknown"] == 1
+    for anchor in ("1952", "1990"):
+        row = truth[(anchor, TRUSS, "P463")]
+        assert row["value_qids"] == [] and row["uncertain_value_qids"] == ["Q9624"]
+    assert truth[("2000", TRUSS, "P463")]["value_qids"] == ["Q9630"]
+
+
+def test_a_recorded_beginning_bounds_an_unknown_start_without_starting_it():
+    from tests.chain_helpers import lifespans_table
+
+    claims = [Claim(TRUSS, "P463", "Q9624", end=("1996-01-01", 9))]
+    lifespans = lifespans_table({TRUSS: ("1975-07-26", None), "Q9624": ("1988-03-03", None)})
+    _, rows, truth = compute(claims, [year(1980), year(1990)], lifespans=lifespans)
+    assert rows.to_pylist()[0]["possible_from"] == date(1988, 3, 3)
+    assert (("1980", TRUSS, "P463")) not in truth, "before both beginnings it cannot hold"
+    assert truth[("1990", TRUSS, "P463")]["uncertain_value_qids"] == ["Q9624"]
+
+
+def test_a_replaces_qualifier_starts_a_statement_at_the_replaced_ones_end():
+    claims = [
+        Claim("Q1", "P463", "Q2", start=("1990-01-01", 9), end=("1999-06-01", 11)),
+        Claim("Q1", "P463", "Q3", end=("2005-01-01", 9), replaces=("Q2",)),
+        Claim("Q1", "P463", "Q4", end=("2005-01-01", 9), replaces=("Q9",)),
+    ]
+    _, rows, truth = compute(claims, [year(2001)])
+    by_value = {r["value_qid"]: r for r in rows.to_pylist()}
+    assert by_value["Q3"]["valid_from"] == date(1999, 6, 1)
+    assert by_value["Q3"]["start_source"] == "replaces"
+    assert by_value["Q4"]["start_unknown"], "a multi-valued property has no predecessor by date"
+    row = truth[("2001", "Q1", "P463")]
+    assert row["value_qids"] == ["Q3"] and row["uncertain_value_qids"] == ["Q4"]
+
+
 def test_overlapping_values_of_a_multi_valued_property():
     claims = [
         Claim("Q1", "P54", "Q10", start=("2003-07-01", 11), end=("2009-07-01", 11)),

@@ -116,7 +116,31 @@ def expected_truth(entity: dict) -> tuple[dict, set]:
                 continue
             unknown_end = unknown_end and end is None
             timeless = frm is None and until is None and not unknown_end
-            statements[pid].append((qid, frm, until, timeless, unknown_end, start_span_end))
+            previous = {
+                f"Q{(s.get('datavalue') or {}).get('value', {}).get('numeric-id')}"
+                for q in ("P1365", "P155")
+                for s in qualifiers.get(q, [])
+                if s.get("snaktype") == "value"
+            }
+            row = [qid, frm, until, timeless, unknown_end, start_span_end]
+            statements[pid].append((row, bool(spans["P580"] or spans["P582"]), previous))
+    functional = default_catalog().functional_pids
+    for pid, found in statements.items():
+        for row, bounded, previous in found:
+            if not bounded or row[1] is not None or row[2] is None:
+                continue
+            ends = [
+                (other[2], other[0])
+                for other, _, _ in found
+                if other[2] is not None and other[2] < row[2]
+            ]
+            bounds = [end for end, value in ends if pid in functional or value in previous]
+            if bounds:
+                row[1] = max(bounds) + timedelta(days=1)
+            else:
+                row[4] = True  # the start is unknown: uncertain until its end
+                row[5] = date.min
+    statements = {pid: [tuple(row) for row, _, _ in found] for pid, found in statements.items()}
     truth: dict = {}
     for pid, rows in statements.items():
         if all(row[3] for row in rows):
