@@ -1,6 +1,8 @@
 """Question templates (``data/templates/<language>.yaml``): typed loading and validation.
 
-The file is validated as it is loaded; `TemplateError` lists every problem found.
+The file is validated as it is loaded; `TemplateError` lists every problem found. A name put
+in a question takes its article here and nowhere else (`Articles`, from the file's
+``articles``).
 """
 
 from __future__ import annotations
@@ -42,11 +44,17 @@ GENERIC_SLOTS: dict[str, frozenset[str]] = {
     "narrative_last": frozenset({"year"}),
 }
 
-TOP_LEVEL_KEYS = frozenset({"language", "properties", "generic", "definite_article"})
+TOP_LEVEL_KEYS = frozenset({"language", "properties", "generic", "articles"})
 NAMED_SLOTS = ("subject", "value")
+ARTICLE_LISTS = (
+    "heads", "heads_before_preposition", "prepositions", "the", "bare", "indefinite_starts",
+    "a_before", "indefinite_values",
+)  # fmt: skip
+_LEADING_ARTICLES = ("the ", "a ", "an ")
 
 _LETTERS = re.compile(r"[^\W\d_]+")
 _PLACEHOLDER_MARK = "\x00"
+_DISAMBIGUATION = re.compile(r"\s*\([^()]*\)$")
 
 
 class TemplateError(ValueError):
@@ -71,11 +79,83 @@ class PropertyTemplates:
 
 
 @dataclass(frozen=True)
+class Articles:
+    """The article a label takes in running text; the rule is stated beside ``articles`` in
+    the templates file. Word lists are casefolded, ``the``/``bare`` hold whole labels."""
+
+    heads: frozenset[str] = frozenset()
+    heads_before_preposition: frozenset[str] = frozenset()
+    prepositions: frozenset[str] = frozenset()
+    the: frozenset[str] = frozenset()
+    bare: frozenset[str] = frozenset()
+    indefinite_starts: tuple[str, ...] = ()
+    a_before: tuple[str, ...] = ()
+    indefinite_values: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_raw(cls, raw: dict[str, list[str]]) -> Articles:
+        def folded(key: str) -> tuple[str, ...]:
+            return tuple(entry.casefold() for entry in raw.get(key, ()))
+
+        return cls(
+            heads=frozenset(folded("heads")),
+            heads_before_preposition=frozenset(folded("heads_before_preposition")),
+            prepositions=frozenset(folded("prepositions")),
+            the=frozenset(raw.get("the", ())),
+            bare=frozenset(raw.get("bare", ())),
+            indefinite_starts=tuple(f"{start} " for start in folded("indefinite_starts")),
+            a_before=folded("a_before"),
+            indefinite_values=frozenset(raw.get("indefinite_values", ())),
+        )
+
+    def in_text(self, label: str, *, indefinite: bool = False) -> str:
+        """``label`` as a noun phrase mid-sentence: a name with "the" when it takes one, or
+        (``indefinite``: what a subject is or serves as) a common noun with "a"/"an"."""
+        if indefinite:
+            return f"{self._a_or_an(label)} {label}" if self._common_noun(label) else label
+        return f"the {label}" if self.takes_the(label) else label
+
+    def takes_the(self, label: str) -> bool:
+        if label in self.the:
+            return True
+        if label in self.bare:
+            return False
+        words = _words(_DISAMBIGUATION.sub("", label))
+        if len(words) < 2 or not label[0].isupper() or words[0].casefold() == "the":
+            return False
+        folded = [word.casefold() for word in words]
+        before = self._preposition_at(folded)
+        return folded[-1] in self.heads or (
+            before is not None and folded[before - 1] in self.heads | self.heads_before_preposition
+        )
+
+    def _common_noun(self, label: str) -> bool:
+        words = _words(label)
+        folded = [word.casefold() for word in words]
+        if not words or folded[0] in ("the", "a", "an"):
+            return False
+        head = (self._preposition_at(folded) or len(words)) - 1
+        return words[head][:1].islower() or label.casefold().startswith(self.indefinite_starts)
+
+    def _preposition_at(self, folded: list[str]) -> int | None:
+        """Where the first preposition of a label is (not its first word), or None."""
+        return next((i for i, word in enumerate(folded) if i and word in self.prepositions), None)
+
+    def _a_or_an(self, label: str) -> str:
+        folded = label.casefold()
+        return "an" if folded[:1] in "aeiou" and not folded.startswith(self.a_before) else "a"
+
+
+def _words(label: str) -> list[str]:
+    return [word.strip(",;:") for word in label.split()]
+
+
+@dataclass(frozen=True)
 class Templates:
     language: str
     properties: dict[str, PropertyTemplates]
     generic: dict[str, tuple[str, ...]]
-    definite_article: frozenset[str] = frozenset()
+    articles: Articles = Articles()
 
     def phrasings(self, pid: str, slot: str) -> tuple[str, ...]:
         return self.properties[pid].slots[slot]
@@ -86,15 +166,15 @@ class Templates:
             f"{pid}.{slot}",
             PROPERTY_SLOTS[slot],
             self.phrasings(pid, slot)[index],
-            {name: self._with_article(name, value) for name, value in values.items()},
+            {name: self._in_text(pid, name, value) for name, value in values.items()},
         )
-        return text[0].upper() + text[1:] if text.startswith("the ") else text
+        return text[0].upper() + text[1:] if text.startswith(_LEADING_ARTICLES) else text
 
-    def _with_article(self, slot: str, value: object) -> object:
-        """A name of ``definite_article`` takes "the" in running text ("the United Kingdom")."""
-        if slot in NAMED_SLOTS and value in self.definite_article:
-            return f"the {value}"
-        return value
+    def _in_text(self, pid: str, slot: str, value: object) -> object:
+        if slot not in NAMED_SLOTS or not isinstance(value, str) or not value:
+            return value
+        indefinite = slot == "value" and pid in self.articles.indefinite_values
+        return self.articles.in_text(value, indefinite=indefinite)
 
     def generic_phrasings(self, slot: str) -> tuple[str, ...]:
         return self.generic[slot]
@@ -137,7 +217,7 @@ def load_templates(language: str = "en", path: Path | None = None) -> Templates:
             for pid, entry in raw["properties"].items()
         },
         generic={slot: tuple(raw["generic"][slot]) for slot in GENERIC_SLOTS},
-        definite_article=frozenset(raw.get("definite_article", ())),
+        articles=Articles.from_raw(raw.get("articles", {})),
     )
 
 
@@ -171,10 +251,29 @@ def validate(
         problems.append("generic: missing or not a mapping")
     else:
         problems += _check_slots("generic", generic, GENERIC_SLOTS)
-    articles = raw.get("definite_article", [])
-    if not isinstance(articles, list) or not all(isinstance(a, str) and a for a in articles):
-        problems.append("definite_article: not a list of names")
+    problems += _check_articles(raw.get("articles", {}), set(properties))
     problems += [f"{key}: unknown top-level key" for key in raw.keys() - TOP_LEVEL_KEYS]
+    return problems
+
+
+def _check_articles(articles: Any, pids: set[str]) -> list[str]:
+    if not isinstance(articles, dict):
+        return ["articles: not a mapping"]
+    problems = [f"articles.{key}: unknown list" for key in articles if key not in ARTICLE_LISTS]
+    for key, entries in articles.items():
+        if not isinstance(entries, list) or not all(_is_keyword(e) for e in entries):
+            problems.append(f"articles.{key}: not a list of non-empty strings")
+    if problems:
+        return problems
+    problems += [
+        f"articles: {label!r} is in both `the` and `bare`"
+        for label in set(articles.get("the", ())) & set(articles.get("bare", ()))
+    ]
+    problems += [
+        f"articles.indefinite_values: {pid} has no templates"
+        for pid in articles.get("indefinite_values", ())
+        if pid not in pids
+    ]
     return problems
 
 

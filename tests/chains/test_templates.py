@@ -215,16 +215,138 @@ def test_every_problem_is_listed(tmp_path: Path):
     assert len(caught.value.problems) == 4
 
 
-def test_names_that_take_the_definite_article_get_it_from_the_data():
-    templates = load_templates()
-    assert "United Kingdom" in templates.definite_article
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("Netherlands national association football team",
+         "the Netherlands national association football team"),
+        ("United Kingdom", "the United Kingdom"),
+        ("Labour Party", "the Labour Party"),
+        ("University of Oxford", "the University of Oxford"),
+        ("Future of Humanity Institute", "the Future of Humanity Institute"),
+        ("Netherlands", "the Netherlands"),
+        ("Tony Blair", "Tony Blair"),
+        ("Amazon", "Amazon"),
+        ("Apple Inc.", "Apple Inc."),
+        ("FC Bayern Munich", "FC Bayern Munich"),
+        ("Harvard University", "Harvard University"),
+        ("Bank of England", "the Bank of England"),
+        ("Bank of America", "Bank of America"),
+        ("The Hague", "The Hague"),
+        ("Georgia (state of the United States of America)",
+         "Georgia (state of the United States of America)"),
+    ],
+)  # fmt: skip
+def test_a_name_takes_the_by_the_rule_and_its_exceptions(templates, label, expected):
+    assert templates.articles.in_text(label) == expected
+
+
+def test_the_exceptions_are_data():
+    raw = _shipped()["articles"]
+    assert "Bank of America" in raw["bare"] and "Netherlands" in raw["the"]
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("public company", "a public company"),
+        ("oil company", "an oil company"),
+        ("university", "a university"),
+        ("member of the European Parliament", "a member of the European Parliament"),
+        ("Member of the Hellenic Parliament", "a Member of the Hellenic Parliament"),
+        ("United States senator", "a United States senator"),
+        ("Prime Minister of Japan", "Prime Minister of Japan"),
+        ("Taoiseach", "Taoiseach"),
+    ],
+)
+def test_a_predicative_value_takes_a_or_an_when_it_is_a_common_noun(templates, label, expected):
+    assert templates.articles.in_text(label, indefinite=True) == expected
+
+
+def _all(templates, pid: str, slot: str, **values: object) -> list[str]:
+    return [
+        templates.render(pid, slot, index, **values)
+        for index in range(len(templates.phrasings(pid, slot)))
+    ]
+
+
+def test_the_article_goes_wherever_a_name_is_put_in_a_question(templates):
+    span = {"year": 2010, "year2": 2014}
+    for text in _all(templates, "P54", "interval_yes_no", subject="Arjen Robben",
+                     value="Netherlands national association football team", **span):  # fmt: skip
+        assert "the Netherlands national association football team" in text
+        assert "the Arjen Robben" not in text
     question = templates.render("P35", "explicit_year", 0, subject="United Kingdom", year=2012)
     assert "of the United Kingdom" in question
-    member = templates.render(
-        "P463", "interval_yes_no", 0, subject="France", value="European Union", year=2000,
-        year2=2003,
-    )  # fmt: skip
-    assert "the European Union" in member and "the France" not in member
-    for index in range(len(templates.phrasings("P35", "timeless"))):
-        text = templates.render("P35", "timeless", index, subject="Netherlands")
+    for text in _all(templates, "P35", "timeless", subject="Netherlands"):
         assert "the Netherlands" in text or text.startswith("The Netherlands")
+    for text in _all(templates, "P169", "interval_yes_no", subject="Amazon", value="Jeff Bezos",
+                     **span):  # fmt: skip
+        assert "the Amazon" not in text and "the Jeff Bezos" not in text
+    for text in _all(templates, "P463", "interval_yes_no", subject="France",
+                     value="European Union", **span):  # fmt: skip
+        assert "the European Union" in text and "the France" not in text
+
+
+def test_a_position_after_serve_as_takes_its_article(templates):
+    span = {"year": 2004, "year2": 2009, "subject": "Sanna Marin"}
+    member = _all(templates, "P39", "interval_yes_no", value="member of the Parliament of Finland",
+                  **span)  # fmt: skip
+    assert any("serve as a member of the Parliament of Finland" in text for text in member)
+    assert all("a member of the Parliament of Finland" in text for text in member)
+    assert not any(re.search(r"\b(as|Marin) member of", text) for text in member)
+    office = _all(templates, "P39", "interval_yes_no", value="Prime Minister of Finland", **span)
+    assert all(" Prime Minister of Finland" in text and "a Prime Minister" not in text
+               for text in office)  # fmt: skip
+
+
+def test_instance_of_asks_what_the_subject_was(templates):
+    span = {"subject": "Amazon", "year": 1997, "year2": 2003}
+    company = _all(templates, "P31", "interval_yes_no", value="public company", **span)
+    assert "Was Amazon a public company throughout the years 1997 to 2003?" in company
+    assert all("a public company" in text for text in company)
+    assert all("an oil company" in text
+               for text in _all(templates, "P31", "interval_yes_no", value="oil company", **span))  # fmt: skip
+    for slot in PROPERTY_SLOTS:
+        for text in templates.phrasings("P31", slot):
+            assert "among the types" not in text and "kind of thing" not in text, text
+
+
+@pytest.mark.parametrize("pid", CHAIN_PIDS)
+def test_span_yes_no_questions_ask_about_the_whole_span(templates, pid):
+    """The interval family asks whether a value held throughout a span, not at some point."""
+    for text in templates.phrasings(pid, "interval_yes_no"):
+        assert not re.search(r"\bat any (point|time)\b|\bever\b", text), text
+        assert re.search(r"\b(throughout|the whole period|the entire time)\b", text), text
+    for text in templates.generic_phrasings("span_switch"):
+        assert not re.search(r"\bat any (point|time)\b", text), text
+
+
+def _unknown_article_list(raw: dict) -> None:
+    raw["articles"]["heads_after"] = ["team"]
+
+
+def _both_article_lists(raw: dict) -> None:
+    raw["articles"]["bare"].append("Netherlands")
+
+
+def _indefinite_unknown_pid(raw: dict) -> None:
+    raw["articles"]["indefinite_values"].append("P9999")
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (_unknown_article_list, "articles.heads_after: unknown list"),
+        (_both_article_lists, "articles: 'Netherlands' is in both `the` and `bare`"),
+        (_indefinite_unknown_pid, "articles.indefinite_values: P9999 has no templates"),
+    ],
+)
+def test_broken_articles_are_rejected(tmp_path: Path, mutate, expected):
+    raw = _shipped()
+    mutate(raw)
+    path = tmp_path / "en.yaml"
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(TemplateError) as caught:
+        load_templates(path=path)
+    assert expected in caught.value.problems, caught.value
