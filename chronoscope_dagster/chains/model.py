@@ -20,7 +20,8 @@ class Turn:
     ``answer_kind`` is ``entity`` (any of ``gold_qids`` is correct), ``yes_no``
     or ``count`` (the answer is ``answer``: "yes"/"no" or a number, and
     ``gold_qids`` is empty). A span question covers the years ``scope_year`` to
-    ``scope_end_year``; a yes/no question about one value names it in ``asked_qid``.
+    ``scope_end_year``; a yes/no question about one value names it in ``asked_qid``
+    (``asked_label``).
     ``rival_labels``: labels and aliases of the other values the subject's property had at
     any time of the snapshot (an answer naming one beside the gold hedges).
     ``scope_dependent``: an implicit turn whose gold at its scope is not today's value (or,
@@ -44,6 +45,7 @@ class Turn:
     answer_kind: str = "entity"
     scope_end_year: int | None = None
     asked_qid: str | None = None
+    asked_label: str | None = None
     rival_labels: tuple[str, ...] = ()
     scope_dependent: bool = False
 

@@ -170,15 +170,17 @@ def span_turn(
     years: tuple[int, int],
     answer: str,
     kind: str,
-    asked_qid: str | None = None,
+    asked: tuple[str, str] | None = None,
 ) -> Turn:
-    """A yes/no or count turn over the whole years ``years[0]``..``years[1]``."""
+    """A yes/no or count turn over the whole years ``years[0]``..``years[1]``; ``asked``: the
+    QID and label of the value a yes/no question asks about."""
     first, last = years
     return Turn(
         question=question, pid=pid, subject_qid=subject, subject_label=name,
         gold_qids=(), gold_labels=(), gold_aliases=(), answer=answer, canonical_qid=None,
         scope_year=first, scope_anchor=f"{first}-{last}", is_explicit=True, answer_kind=kind,
-        scope_end_year=last, asked_qid=asked_qid,
+        scope_end_year=last, asked_qid=asked[0] if asked else None,
+        asked_label=asked[1] if asked else None,
     )  # fmt: skip
 
 

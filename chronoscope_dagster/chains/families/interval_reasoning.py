@@ -109,7 +109,8 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
                     templates, rng, pid, "interval_yes_no",
                     subject=name, value=facts.labels[value].label, year=y1, year2=y2,
                 )  # fmt: skip
-            turns.append(span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", value))
+            asked = (value, facts.labels[value].label)
+            turns.append(span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", asked))
             previous = ((y1, y2), value)
         if len(turns) > MIN_SPAN_TURNS:
             yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
