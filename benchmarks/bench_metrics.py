@@ -12,12 +12,14 @@ The turns: gold labels of 1-3 words from 60,000 synthetic entities (8% with acce
 Cyrillic or CJK), a second gold value on 10% of turns, aliases (the acronym and the last word)
 for 30% of the multi-word entities, a present-day value on 40% of turns (drift-eligible unless a
 count), and 5% count questions (gold "0".."30"; predicted as the number, a sentence, a number
-word or a wrong number). The predictions of the other turns: 32% the gold label, 12% a sentence
-holding it, 8% an answer prefix then the gold ("Answer:", "It is", "Final answer:", ...), 5% an
-alias (the gold when there is none), 10% the present-day value bare or in a sentence (another
-entity when there is none), 20% another entity bare or in a sentence, 5% a sentence naming
-nothing, 4% the gold then an explanation on further lines, 2% empty, 2% null (a backend
-error). 20% of turns have k = 3 candidates, the rest k = 1.
+word, a wrong number or a hedge "between n and n + 1"). An entity turn's rivals: the other
+entity its wrong answers name and 0-6 more, with their aliases. The predictions of the other
+turns: 32% the gold label, 12% a sentence holding it, 8% an answer prefix then the gold
+("Answer:", "It is", "Final answer:", ...), 5% an alias (the gold when there is none), 10% the
+present-day value bare or in a sentence (another entity when there is none), 20% another entity
+bare or in a sentence, 3% a sentence naming nothing, 2% a hedge (the gold "or" a rival), 4% the
+gold then an explanation on further lines, 2% empty, 2% null (a backend error). 20% of turns
+have k = 3 candidates, the rest k = 1.
 """
 
 from __future__ import annotations
@@ -81,26 +83,41 @@ def synthetic_turns(rows: int, seed: int = 0) -> pa.Table:
     other = rng.integers(0, len(labels), rows)
     count = rng.random(rows) < 0.05
     number = rng.integers(0, 31, rows)
-    kinds = rng.choice(10, rows, p=[0.32, 0.12, 0.08, 0.05, 0.10, 0.20, 0.05, 0.04, 0.02, 0.02])
+    kinds = rng.choice(
+        11, rows, p=[0.32, 0.12, 0.08, 0.05, 0.10, 0.20, 0.03, 0.04, 0.02, 0.02, 0.02]
+    )
+    more_rivals = rng.integers(0, len(labels), (rows, 6))
+    rival_count = rng.integers(0, 7, rows)
     template = rng.integers(0, 5, rows)
     extra = rng.random(rows) < 0.2
     columns: dict[str, list] = {name: [] for name in (
         "prediction", "candidates", "answer", "gold_labels", "gold_aliases", "present_labels",
-        "drift_eligible",
+        "drift_eligible", "answer_kind", "rival_labels",
     )}  # fmt: skip
     for i in range(rows):
         if count[i]:
             n = int(number[i])
-            answer, golds, aliases = str(n), [str(n)], []
-            prediction = [str(n), f"There were {n} of them.", NUMBER_WORDS[n % 10], str(n + 10)][
-                int(template[i]) % 4
-            ]
+            answer, golds, aliases, rivals = str(n), [str(n)], [], []
+            prediction = (
+                str(n),
+                f"There were {n} of them.",
+                NUMBER_WORDS[n % 10],
+                str(n + 10),
+                f"between {n} and {n + 1}",
+            )[int(template[i])]
         else:
             answer = labels[gold[i]]
             golds = [answer] + ([labels[second[i]]] if second[i] >= 0 else [])
             aliases = aliases_of(answer) if has_alias[gold[i]] else []
             now = labels[present[i]] if present[i] >= 0 else labels[other[i]]
             wrong = labels[other[i]]
+            rivals = []
+            for rival in (other[i], *more_rivals[i, : rival_count[i]]):
+                if labels[rival] not in golds:
+                    rivals += [
+                        labels[rival],
+                        *(aliases_of(labels[rival]) if has_alias[rival] else []),
+                    ]
             kind, t = int(kinds[i]), int(template[i])
             prediction = (
                 answer,
@@ -113,6 +130,7 @@ def synthetic_turns(rows: int, seed: int = 0) -> pa.Table:
                 f"{answer}\nExplanation: the records list {wrong} later.",
                 "",
                 None,
+                f"{answer} or {wrong}",
             )[kind]
         presents = [labels[present[i]]] if present[i] >= 0 else []
         candidates = [] if prediction is None else [prediction]
@@ -125,6 +143,8 @@ def synthetic_turns(rows: int, seed: int = 0) -> pa.Table:
         columns["gold_aliases"].append(aliases)
         columns["present_labels"].append(presents)
         columns["drift_eligible"].append(bool(presents) and not count[i])
+        columns["answer_kind"].append("count" if count[i] else "entity")
+        columns["rival_labels"].append(rivals)
     strings = pa.list_(pa.string())
     return pa.table(
         {
@@ -136,6 +156,8 @@ def synthetic_turns(rows: int, seed: int = 0) -> pa.Table:
             "gold_aliases": pa.array(columns["gold_aliases"], strings),
             "present_labels": pa.array(columns["present_labels"], strings),
             "drift_eligible": pa.array(columns["drift_eligible"], pa.bool_()),
+            "answer_kind": pa.array(columns["answer_kind"], pa.string()),
+            "rival_labels": pa.array(columns["rival_labels"], strings),
         }
     )
 
@@ -170,7 +192,7 @@ def main() -> int:
               f"{timings[1]:6.2f} s; peak RSS {peak_mb():,.0f} MB")  # fmt: skip
     print(f"\n{'':>9}{'vectorised, 1 thread':>22}{f'{args.workers} threads':>22}{'loop':>20}"
           f"{'ratio':>7}\n{'mode':>9}{'s':>8}{'rows/s':>14}{'s':>8}{'rows/s':>14}{'s':>8}"
-          f"{'rows/s':>12}{'(1, N)':>12}{'equal':>7}{'acc@1':>7}{'drift@1':>9}")  # fmt: skip
+          f"{'rows/s':>12}{'(1, N)':>12}{'equal':>7}{'acc@1':>7}{'drift@1':>9}{'hedged':>8}")  # fmt: skip
     for mode in args.modes:
         scored, one, many = fast[mode]
         started = time.perf_counter()
@@ -179,9 +201,10 @@ def main() -> int:
         equal = scored.equals(looped)
         accuracy = np.mean(scored["correct_at1"].to_numpy())
         drift = np.mean(scored["drift_at1"].to_numpy())
+        hedged = np.mean(scored["hedged_at1"].to_numpy())
         print(f"{mode:>9}{one:>8.2f}{args.rows / one:>14,.0f}{many:>8.2f}{args.rows / many:>14,.0f}"
               f"{loop:>8.2f}{args.rows / loop:>12,.0f}{loop / one:>6.1f}{loop / many:>6.1f}"
-              f"{equal!s:>7}{accuracy:>7.3f}{drift:>9.3f}")  # fmt: skip
+              f"{equal!s:>7}{accuracy:>7.3f}{drift:>9.3f}{hedged:>8.3f}")  # fmt: skip
         del looped
         if not equal:
             return 1

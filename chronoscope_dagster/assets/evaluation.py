@@ -107,7 +107,7 @@ def metrics(
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
     started = time.perf_counter()
-    table, scored = metrics_of(
+    table, scored, hedged = metrics_of(
         warehouse,
         model,
         setting,
@@ -121,6 +121,7 @@ def metrics(
         metadata={
             "dagster/row_count": table.num_rows,
             "scored_turns": scored,
+            "hedged": hedged,
             "match_mode": config.match_mode,
             "seconds": round(time.perf_counter() - started, 2),
             **headline_metadata(table),

@@ -225,9 +225,9 @@ def paraphrase_metrics(
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
-    tables, scored = {}, {}
+    tables, scored, hedged = {}, {}, {}
     for variant in VARIANTS:
-        tables[variant], scored[variant] = metrics_of(
+        tables[variant], scored[variant], hedged[variant] = metrics_of(
             warehouse,
             model,
             setting,
@@ -244,6 +244,7 @@ def paraphrase_metrics(
         metadata={
             "dagster/row_count": table.num_rows,
             "scored_turns": dg.MetadataValue.json(scored),
+            "hedged": dg.MetadataValue.json(hedged),
             "match_mode": config.match_mode,
             **{
                 f"{variant} {key}": value

@@ -7,10 +7,13 @@ Modes (every one reads the top-1 ``prediction`` and the top-k ``candidates`` of 
   is correct when a value of the turn's gold set (``answer``, ``gold_labels``, ``gold_aliases``)
   occurs in it on whole-token boundaries. Only gold-in-prediction counts: "2" does not match
   "12", "Party" does not match "Nazi Party", "The Prime Minister is David Cameron." matches
-  "David Cameron".
+  "David Cameron". A prediction that names the gold and also a rival (another candidate answer
+  of the turn, ``turn_rivals``) is a hedge, and wrong: "yes or no", "1, 2 or 3", "Bill Clinton
+  or Donald Trump". Otherwise naming every candidate would score.
 * ``exact``: the normalised prediction equals a normalised value of the gold set.
 * ``reference``: the authors' matcher (spec 4.6) against the single gold string ``answer``,
-  quirks included (substring both ways, no aliases), so numbers compare with published ones.
+  quirks included (substring both ways, no aliases, hedges credited), so numbers compare with
+  published ones.
 
 Token and char-3gram overlap counts are the reference's (spec 4.7) in every mode. A null
 prediction (a backend error) is never correct and overlaps nothing.
@@ -29,6 +32,7 @@ import string
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
 import numpy as np
@@ -119,29 +123,119 @@ def matches(
     golds: Sequence[str | None],
     mode: str = "relaxed",
     distractors: Sequence[str | None] = (),
+    rivals: Sequence[str | None] = (),
 ) -> bool:
     """Whether ``prediction`` answers a turn whose gold set is ``golds``; the reference mode
     reads only ``golds[0]`` (the reference has one gold string).
 
     Relaxed only: a ``distractor`` (another known answer, such as the present-day value) that
     contains a gold value is removed from the prediction first, so "Auvergne-Rhône-Alpes" does
-    not answer "Rhône-Alpes" when the former is the other answer the turn is about."""
-    _check_mode(mode)
-    if prediction is None:
-        return False
-    if mode == "reference":
-        return bool(golds) and golds[0] is not None and reference_match(prediction, golds[0])
-    predicted = normalize_prediction(prediction)
-    if not predicted:
-        return False
-    values = gold_values(golds)
-    if mode == "exact":
-        return predicted in values
-    padded = f" {predicted} "
-    for distractor in gold_values(distractors):
-        if distractor not in values and any(f" {v} " in f" {distractor} " for v in values):
-            padded = re.sub(rf"(?<= ){re.escape(distractor)}(?= )", "|", padded)
-    return any(f" {value} " in padded for value in values)
+    not answer "Rhône-Alpes" when the former is the other answer the turn is about; and a
+    prediction that also names one of ``rivals`` hedges (``judge``) and is wrong."""
+    return judge(prediction, golds, mode, distractors, rivals)[0]
+
+
+def judge(
+    prediction: str | None,
+    golds: Sequence[str | None],
+    mode: str = "relaxed",
+    distractors: Sequence[str | None] = (),
+    rivals: Sequence[str | None] = (),
+) -> tuple[bool, bool]:
+    """(correct, hedged): hedged when, in relaxed mode, the prediction names a gold value and a
+    rival. A rival equal to a gold value is none, and one named only inside a named gold value
+    ("Rhône-Alpes" in "Auvergne-Rhône-Alpes") does not count."""
+    return Judge(golds, mode, distractors, rivals)(prediction)
+
+
+class Judge:
+    """``judge`` of one turn, its values normalised once for all the answers judged."""
+
+    def __init__(
+        self,
+        golds: Sequence[str | None],
+        mode: str = "relaxed",
+        distractors: Sequence[str | None] = (),
+        rivals: Sequence[str | None] = (),
+    ) -> None:
+        _check_mode(mode)
+        self.golds, self.mode, self._distractors, self._rivals = golds, mode, distractors, rivals
+        self.values = gold_values(golds) if mode != "reference" else []
+
+    @cached_property
+    def distractors(self) -> list[str]:
+        """The distractors that contain a gold value and are none."""
+        return [
+            distractor
+            for distractor in gold_values(self._distractors)
+            if distractor not in self.values
+            and any(f" {v} " in f" {distractor} " for v in self.values)
+        ]
+
+    @cached_property
+    def rivals(self) -> list[str]:
+        found = dict.fromkeys(_normalize_rival(r) for r in self._rivals if r is not None)
+        return [rival for rival in found if rival and rival not in self.values]
+
+    def __call__(self, prediction: str | None) -> tuple[bool, bool]:
+        if prediction is None:
+            return False, False
+        if self.mode == "reference":
+            gold = self.golds[0] if self.golds else None
+            return gold is not None and reference_match(prediction, gold), False
+        predicted = normalize_prediction(prediction)
+        if not predicted:
+            return False, False
+        if self.mode == "exact":
+            return predicted in self.values, False
+        padded = masked = f" {predicted} "
+        for distractor in self.distractors:
+            masked = re.sub(rf"(?<= ){re.escape(distractor)}(?= )", "|", masked)
+        if not any(f" {value} " in masked for value in self.values):
+            return False, False
+        named = [span for value in self.values for span in _occurrences(padded, value)]
+        for rival in self.rivals:
+            for start, end in _occurrences(padded, rival):
+                if not any(low <= start and end <= high for low, high in named):
+                    return False, True
+        return True, False
+
+
+_normalize_rival = lru_cache(maxsize=1 << 16)(normalize)
+
+
+def _occurrences(padded: str, value: str) -> list[tuple[int, int]]:
+    """The (start, end) of every whole-token occurrence of ``value`` in ``padded``, overlapping
+    ones included."""
+    needle, found = f" {value} ", []
+    start = padded.find(needle)
+    while start >= 0:
+        found.append((start + 1, start + 1 + len(value)))
+        start = padded.find(needle, start + 1)
+    return found
+
+
+COUNT_RIVALS = (*(str(n) for n in range(101)), *NUMBER_WORDS)
+"""What a count answer must not name beside its gold: a whole number up to 100 (a year is
+none: "2 (between 2005 and 2010)" does not hedge), or one spelt out up to twenty."""
+YES_NO_RIVALS = {"yes": "no", "no": "yes"}
+
+
+def turn_rivals(
+    answer_kind: str | None,
+    answer: str | None,
+    rival_labels: Sequence[str | None] | None,
+    present_labels: Sequence[str | None] | None,
+) -> list[str | None]:
+    """The rivals of a turn (``judge``): of a yes/no turn the other word, of a count turn
+    ``COUNT_RIVALS``, of an entity turn (any other kind) its ``rival_labels`` (the property's
+    other values at any time, the chain's other answers) and present-day values."""
+    if answer_kind == "yes_no":
+        other = YES_NO_RIVALS.get(normalize(answer or ""))
+        return [] if other is None else [other]
+    if answer_kind == "count":
+        return list(COUNT_RIVALS)
+    return [*(rival_labels or ()), *(present_labels or ())]
 
 
 # --- the reference matcher (spec 4.6) ------------------------------------------------------
@@ -277,11 +371,13 @@ INPUT_COLUMNS = (
     "gold_aliases",
     "present_labels",
     "drift_eligible",
+    "answer_kind",
+    "rival_labels",
 )
 SCORE_SCHEMA = pa.schema(
     [pa.field(name, pa.bool_(), nullable=False) for name in (
         "correct_at1", "correct_atk", "present_match_at1", "present_match_atk",
-        "drift_at1", "drift_atk",
+        "drift_at1", "drift_atk", "hedged_at1",
     )]
     + [pa.field(name, pa.int64(), nullable=False) for name in (
         "tok_tp", "tok_pred", "tok_gold", "ch_tp", "ch_pred", "ch_gold",
@@ -296,6 +392,7 @@ class TurnScore(NamedTuple):
     present_match_atk: bool
     drift_at1: bool
     drift_atk: bool
+    hedged_at1: bool
     tok_tp: int
     tok_pred: int
     tok_gold: int
@@ -312,26 +409,35 @@ def score_turn(
     gold_aliases: Sequence[str | None] | None,
     present_labels: Sequence[str | None] | None,
     drift_eligible: bool | None,
+    answer_kind: str | None,
+    rival_labels: Sequence[str | None] | None,
     mode: str = "relaxed",
 ) -> TurnScore:
-    """Drift: a drift-eligible turn answered wrongly with a present-day value. In reference mode
-    (spec 4.8) any wrong turn answered with its present value drifts, eligible or not (the
-    present value may be one of the gold set)."""
+    """Each of the top-k is judged alone: one that hedges is not correct. Drift: a drift-eligible
+    turn answered wrongly with a present-day value, by an answer that does not hedge (one naming
+    the gold too). In reference mode (spec 4.8) any wrong turn answered with its present value
+    drifts, eligible or not (the present value may be one of the gold set)."""
     answer = answer if answer is not None else ""
     golds = [answer, *(gold_labels or ()), *(gold_aliases or ())]
     presents = list(present_labels or ())
-    ok1 = matches(prediction, golds, mode, presents)
-    okk = ok1 or any(matches(c, golds, mode, presents) for c in candidates or ())
-    present1 = matches(prediction, presents, mode, golds)
-    presentk = present1 or any(matches(c, presents, mode, golds) for c in candidates or ())
+    rivals = turn_rivals(answer_kind, answer, rival_labels, present_labels)
+    gold, present = Judge(golds, mode, presents, rivals), Judge(presents, mode, golds)
+    judged: dict[str | None, tuple[bool, bool, bool]] = {}
+    for text in (prediction, *(candidates or ())):
+        if text not in judged:
+            judged[text] = (*gold(text), present(text)[0])
+    ok1, hedged1, present1 = top = judged[prediction]
+    every = [top, *(judged[c] for c in candidates or ())]
+    okk = any(ok for ok, _, _ in every)
     eligible = bool(drift_eligible) or mode == "reference"
     return TurnScore(
         ok1,
         okk,
         present1,
-        presentk,
-        eligible and not ok1 and present1,
-        eligible and not okk and presentk,
+        any(present for _, _, present in every),
+        eligible and not ok1 and not hedged1 and present1,
+        eligible and not okk and any(present and not hedged for _, hedged, present in every),
+        hedged1,
         *token_counts(prediction, answer),
         *char3_counts(prediction, answer),
     )

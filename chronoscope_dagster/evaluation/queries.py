@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from chronoscope_dagster.evaluation.comparison import (
     COMPARISONS_SCHEMA,
@@ -81,7 +82,7 @@ def scored_turns_sql(
                p.turn_index - {first} + 1 AS followup_pos,
                p.turn_index = t.chain_length - 1 AS is_final,
                p.prediction, p.candidates, t.answer, t.gold_labels, t.gold_aliases,
-               t.present_labels, t.drift_eligible, t.is_explicit,
+               t.present_labels, t.drift_eligible, t.answer_kind, t.rival_labels, t.is_explicit,
                len(t.present_labels) > 0 AS present_available,
                p.error IS NOT NULL AS error
         FROM {parquet_source(predictions_path)} p
@@ -116,13 +117,14 @@ def metrics_of(
     seed: int,
     asset: str = "predictions",
     variant: str | None = None,
-) -> tuple[pa.Table, int]:
-    """The long metrics table of one (model, setting) with its partition keys as columns, and
-    the number of scored turns behind it."""
+) -> tuple[pa.Table, int, int]:
+    """The long metrics table of one (model, setting) with its partition keys as columns, the
+    number of scored turns behind it, and how many of them hedged at top-1."""
     scored = scored_turns(warehouse, model, setting, match_mode, asset, variant)
     table = compute_metrics(scored, bootstrap=bootstrap, seed=seed, mode=match_mode)
     keys = {"model": model, "setting": setting, **({} if variant is None else {"variant": variant})}
-    return _with_keys(table, keys), scored.num_rows
+    hedged = pc.sum(scored["hedged_at1"]).as_py() or 0
+    return _with_keys(table, keys), scored.num_rows, hedged
 
 
 def all_metrics(warehouse: Warehouse, asset: str = "metrics") -> pa.Table | None:

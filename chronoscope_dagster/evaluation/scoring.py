@@ -7,7 +7,9 @@ from sorted int64 keys packing (row, token or 3-gram). Rows holding a character 
 Arrow's Unicode tables could disagree with Python's go through the per-turn functions instead:
 code points Python's Unicode database leaves unassigned, and capital sigma, whose lowercase
 Python chooses by context (the reference normaliser, used in every mode for the overlap
-counts, keeps it).
+counts, keeps it). So do the rows where a relaxed answer that names the gold may hedge: one of
+its strings names a gold value and a rival of the turn (another DuckDB join), so every row
+scored here has ``hedged_at1`` false.
 
 It gives the same table as ``matching.score_turns_loop``, byte for byte.
 """
@@ -29,6 +31,7 @@ import pyarrow.compute as pc
 from chronoscope_dagster.evaluation.matching import (
     CANDIDATE_STRIP,
     COLON_PREFIXES,
+    COUNT_RIVALS,
     INPUT_COLUMNS,
     LINE_BREAKS,
     NUMBER_WORDS,
@@ -36,6 +39,7 @@ from chronoscope_dagster.evaluation.matching import (
     REFERENCE_PREFIXES,
     SCORE_SCHEMA,
     WORD_PREFIXES,
+    YES_NO_RIVALS,
     check_turns,
     is_token_char,
     score_turn,
@@ -52,6 +56,8 @@ _INPUT_TYPES = {
     "gold_aliases": _STRINGS,
     "present_labels": _STRINGS,
     "drift_eligible": pa.bool_(),
+    "answer_kind": pa.string(),
+    "rival_labels": _STRINGS,
 }
 WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
@@ -146,22 +152,33 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
     else:
         probes, golds = _normalised_probes(probes), _normalised_golds(inputs)
     ids, kinds, shadowed = _matched(probes, golds, mode)
-    at1 = np.zeros((2, rows), dtype=bool)
-    atk = np.zeros((2, rows), dtype=bool)
+    hedging, unsure = (
+        _hedges(probes, ids[kinds == 0], golds, inputs)
+        if mode == "relaxed"
+        else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    )
     top = ids < rows
-    at1[kinds[top], ids[top]] = True
-    atk[kinds[~top], candidate_rows[ids[~top] - rows]] = True
-    atk |= at1
+    owner = ids.copy()
+    owner[~top] = candidate_rows[ids[~top] - rows]
+    hedges = np.isin(ids, hedging)
+    flags = {name: np.zeros(rows, dtype=bool) for name in SCORE_SCHEMA.names[:7]}
+    named, present = (kinds == 0) & ~hedges, kinds == 1
+    flags["correct_at1"][ids[top & named]] = True
+    flags["correct_atk"][owner[named]] = True
+    flags["present_match_at1"][ids[top & present]] = True
+    flags["present_match_atk"][owner[present]] = True
+    flags["hedged_at1"][hedging[hedging < rows]] = True
+    plainly_present = np.zeros(rows, dtype=bool)
+    plainly_present[owner[present & ~hedges]] = True
     eligible = inputs["drift_eligible"].fill_null(False).to_numpy(zero_copy_only=False)
     if mode == "reference":
         eligible = np.ones(rows, dtype=bool)
+    flags["drift_at1"] = (
+        eligible & ~flags["correct_at1"] & ~flags["hedged_at1"] & flags["present_match_at1"]
+    )
+    flags["drift_atk"] = eligible & ~flags["correct_atk"] & plainly_present
     scores = {
-        "correct_at1": at1[0],
-        "correct_atk": atk[0],
-        "present_match_at1": at1[1],
-        "present_match_atk": atk[1],
-        "drift_at1": eligible & ~at1[0] & at1[1],
-        "drift_atk": eligible & ~atk[0] & atk[1],
+        **flags,
         **_overlaps(
             _reference_normalize(inputs["prediction"].fill_null("")),
             _on_distinct(inputs["answer"].fill_null(""), _reference_normalize),
@@ -169,10 +186,15 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
     }
     needs_python = _needs_python(inputs)
     needs_python[shadowed] = True
-    for row in np.flatnonzero(needs_python):
-        score = score_turn(*(inputs[name][row].as_py() for name in INPUT_COLUMNS), mode)
-        for name, value in zip(SCORE_SCHEMA.names, score, strict=True):
-            scores[name][row] = value
+    needs_python[unsure] = True
+    python_rows = np.flatnonzero(needs_python)
+    if len(python_rows):
+        taken = pa.array(python_rows)
+        columns = [inputs[name].take(taken).to_pylist() for name in INPUT_COLUMNS]
+        for row, values in zip(python_rows, zip(*columns, strict=True), strict=True):
+            score = score_turn(*values, mode)
+            for name, value in zip(SCORE_SCHEMA.names, score, strict=True):
+                scores[name][row] = value
     return scores
 
 
@@ -344,12 +366,90 @@ def _matched(
     )
 
 
+def _hedges(
+    probes: pa.Table, named: np.ndarray, golds: pa.Table, inputs: dict[str, pa.Array]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The probes that hedge, and the rows left to ``judge``. A probe that names a gold value
+    (its id in ``named``) names a rival when one of its row's rivals that is no gold value
+    occurs in it on whole tokens: an entity turn's rival or present label, a token of
+    ``COUNT_RIVALS`` (count turns) or yes/no (yes/no turns). It hedges when such a rival occurs
+    within none of the row's gold values (so within no occurrence of one); where every rival
+    it names does, whether it hedges depends on where they occur, and its row is left to
+    ``judge``."""
+    kind = inputs["answer_kind"]
+    suspects = probes.filter(pc.is_in(probes["id"], value_set=pa.array(named, pa.int64())))
+    entity = pc.invert(pc.is_in(kind, value_set=pa.array(["count", "yes_no"]))).fill_null(True)
+    entity = entity.to_numpy(zero_copy_only=False)
+    candidate = np.zeros(len(kind), dtype=bool)
+    candidate[suspects["row"].to_numpy()] = True
+    candidate &= entity
+    texts, owners = [], []
+    for name in ("rival_labels", "present_labels"):
+        flat, parents = _flat(inputs[name])
+        keep = candidate[parents]
+        texts.append(flat.filter(pa.array(keep)))
+        owners.append(parents[keep])
+    rivals = pa.table({"row": np.concatenate(owners), "text": pa.concat_arrays(texts)})
+    rivals = rivals.filter(rivals["text"].is_valid())
+    rivals = _non_empty(
+        rivals.set_column(1, "text", _on_distinct(rivals["text"].combine_chunks(), _relaxed_gold))
+    )
+    analytic = np.flatnonzero(~entity)
+    answers = _on_distinct(inputs["answer"].take(analytic).fill_null(""), _relaxed_gold)
+    vocabulary = pa.table(
+        {
+            "kind": ["count"] * len(COUNT_RIVALS) + [f"yes_no {a}" for a in YES_NO_RIVALS],
+            "token": [*COUNT_RIVALS, *YES_NO_RIVALS.values()],
+        }
+    )
+    kinds = pa.table(
+        {
+            "row": analytic,
+            "kind": pc.if_else(
+                pc.equal(kind.take(analytic), "count"),
+                "count",
+                pc.binary_join_element_wise("yes_no", answers, " "),
+            ),
+        }
+    )
+    with duckdb.connect() as connection:
+        connection.register("suspects", suspects)
+        connection.register("golds", golds.filter(pc.equal(golds["kind"], 0)))
+        connection.register("rivals", rivals)
+        connection.register("kinds", kinds)
+        connection.register("vocabulary", vocabulary)
+        found = connection.execute(
+            """
+            WITH named AS (SELECT id, row, ' ' || text || ' ' AS text FROM suspects),
+                 tokens AS (SELECT s.id, s.row, k.kind,
+                                   unnest(string_split(s.text, ' ')) AS token
+                            FROM suspects s JOIN kinds k USING (row)),
+                 hits AS (SELECT n.id, n.row, r.text FROM named n JOIN rivals r
+                          ON n.row = r.row AND contains(n.text, ' ' || r.text || ' ')
+                          UNION ALL
+                          SELECT t.id, t.row, t.token FROM tokens t
+                          JOIN vocabulary v USING (kind, token)),
+                 rivals_named AS (
+                     SELECT h.id, h.row, EXISTS (
+                         SELECT 1 FROM golds g WHERE g.row = h.row
+                         AND contains(' ' || g.text || ' ', ' ' || h.text || ' ')) AS within
+                     FROM hits h
+                     WHERE NOT EXISTS (
+                         SELECT 1 FROM golds g WHERE g.row = h.row AND g.text = h.text))
+            SELECT id, row, bool_and(within) AS unsure FROM rivals_named GROUP BY id, row"""
+        ).fetchnumpy()
+    ids, rows, unsure = (np.asarray(found[c]) for c in ("id", "row", "unsure"))
+    return ids[~unsure].astype(np.int64), np.unique(rows[unsure]).astype(np.int64)
+
+
 def _needs_python(inputs: dict[str, pa.Array]) -> np.ndarray:
     pattern = f"[{_unassigned_class()}Σ]"
     rows = len(inputs["prediction"])
     needs = np.zeros(rows, dtype=bool)
-    for name in INPUT_COLUMNS[:-1]:
+    for name in INPUT_COLUMNS:
         column = inputs[name]
+        if not pa.types.is_string(column.type) and not pa.types.is_list(column.type):
+            continue
         texts, owners = (
             _flat(column) if pa.types.is_list(column.type) else (column, np.arange(rows))
         )

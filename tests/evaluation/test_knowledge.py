@@ -69,6 +69,8 @@ def scored(chains: list[EvalChain], backend: str, setting: Setting) -> pa.Table:
                 "gold_aliases": [],
                 "present_labels": [present] if present else [],
                 "drift_eligible": (p.chain_id, p.turn_index) in ELIGIBLE,
+                "answer_kind": "entity",
+                "rival_labels": [],
             }
         )
     return score_turns(pa.Table.from_pylist(rows))

@@ -16,6 +16,7 @@ from chronoscope_dagster.evaluation.matching import (
     SCORE_SCHEMA,
     char3_counts,
     extract_candidate_answers,
+    judge,
     match_relaxed,
     matches,
     normalize,
@@ -27,6 +28,7 @@ from chronoscope_dagster.evaluation.matching import (
     score_turn,
     score_turns_loop,
     token_counts,
+    turn_rivals,
 )
 from chronoscope_dagster.evaluation.metrics import compute_metrics
 from chronoscope_dagster.evaluation.scoring import WHITESPACE, score_turns
@@ -40,8 +42,11 @@ TURNS = pa.schema(
         ("gold_aliases", pa.list_(pa.string())),
         ("present_labels", pa.list_(pa.string())),
         ("drift_eligible", pa.bool_()),
+        ("answer_kind", pa.string()),
+        ("rival_labels", pa.list_(pa.string())),
     ]
 )
+FLAGS, COUNTS = SCORE_SCHEMA.names[:7], SCORE_SCHEMA.names[7:]
 
 
 def turn(prediction, answer="Paris", **fields):
@@ -53,6 +58,8 @@ def turn(prediction, answer="Paris", **fields):
         "gold_aliases": [],
         "present_labels": [],
         "drift_eligible": False,
+        "answer_kind": "entity",
+        "rival_labels": [],
     }
     return {**row, **fields}
 
@@ -279,7 +286,7 @@ def test_reference_golden_against_the_authors_evaluator(prediction, gold, expect
     assert token_counts(prediction, gold) + char3_counts(prediction, gold) == counts
     (row,) = scored([turn(prediction, gold)], "reference")  # and the vectorised path
     assert row["correct_at1"] is expected
-    assert tuple(row[name] for name in SCORE_SCHEMA.names[6:]) == counts
+    assert tuple(row[name] for name in COUNTS) == counts
 
 
 def test_reference_reads_only_the_answer_and_the_first_present_value():
@@ -416,7 +423,7 @@ def test_a_failed_turn_is_wrong_and_predicts_nothing():
         [turn(None, "David Cameron", present_labels=["Keir Starmer"], drift_eligible=True)]
     )
     assert result == {
-        **dict.fromkeys(SCORE_SCHEMA.names[:6], False),
+        **dict.fromkeys(FLAGS, False),
         "tok_tp": 0, "tok_pred": 0, "tok_gold": 2, "ch_tp": 0, "ch_pred": 0, "ch_gold": 10,
     }  # fmt: skip
 
@@ -441,11 +448,128 @@ def test_other_columns_pass_through_in_order():
 def test_empty_table_and_bad_input():
     empty = pa.Table.from_pylist([], schema=TURNS)
     assert score_turns(empty).equals(score_turns_loop(empty))
-    assert score_turns(empty).schema.names[-12:] == SCORE_SCHEMA.names
+    assert score_turns(empty).schema.names[-13:] == SCORE_SCHEMA.names
     with pytest.raises(ValueError, match="match mode"):
         score_turns(empty, "semantic")
     with pytest.raises(ValueError, match="candidates"):
         score_turns(empty.drop_columns(["candidates"]))
+    for name in ("answer_kind", "rival_labels"):
+        for score in (score_turns, score_turns_loop):
+            with pytest.raises(ValueError, match=f"lack the columns {name}"):
+                score(empty.drop_columns([name]))
+
+
+# --- hedges ---
+
+YES = {"answer_kind": "yes_no", "gold_labels": []}
+TWO = {"answer_kind": "count", "gold_labels": []}
+CLINTON = {"rival_labels": ["Donald Trump", "Trump", "George H. W. Bush"]}
+HEDGE_GOLDEN = [  # (prediction, answer, fields, relaxed, exact, reference); relaxed hedges if "h"
+    ("yes or no", "yes", YES, "h", False, True),
+    ("Yes.", "yes", YES, True, True, True),
+    ("1, 2 or 3", "2", TWO, "h", False, True),
+    ("two", "2", TWO, True, True, False),
+    ("2 (from 2005 to 2010)", "2", TWO, True, False, True),
+    ("Bill Clinton or Donald Trump", "Bill Clinton", CLINTON, "h", False, True),
+    ("Bill Clinton", "Bill Clinton", CLINTON, True, True, True),
+]
+
+
+def test_hedges_golden():
+    """Relaxed: naming the gold and a rival is wrong and counted; exact never hedges; the
+    reference matcher credits hedges."""
+    rows = [turn(prediction, answer, **fields) for prediction, answer, fields, *_ in HEDGE_GOLDEN]
+    for mode, column in (("relaxed", 3), ("exact", 4), ("reference", 5)):
+        result = scored(rows, mode)
+        expected = [case[column] for case in HEDGE_GOLDEN]
+        assert [r["correct_at1"] for r in result] == [e is True for e in expected], mode
+        assert [r["hedged_at1"] for r in result] == [e == "h" for e in expected], mode
+
+
+@pytest.mark.parametrize(
+    ("prediction", "answer", "kind", "labels", "expected"),
+    [
+        ("No, yes", "yes", "yes_no", [], "h"),
+        ("Yes, I know", "yes", "yes_no", ["know"], True),  # rival labels: entity turns only
+        ("nope", "yes", "yes_no", [], False),
+        ("No", "no", "yes_no", [], True),
+        ("yes or no", "maybe", "yes_no", [], False),
+        ("2 or two", "2", "count", [], True),
+        ("2, maybe twelve", "2", "count", [], "h"),
+        ("two or three", "2", "count", [], "h"),
+        ("2 of 101", "2", "count", [], True),
+        ("2 of 100", "2", "count", [], "h"),
+        ("0 or 2", "2", "count", [], "h"),
+        ("2 or 3.5", "2", "count", [], "h"),
+        ("12", "2", "count", [], False),
+        ("2 or 2.0", "2", "count", [], "h"),
+        ("Auvergne-Rhône-Alpes", "Auvergne-Rhône-Alpes", "entity", ["Rhône-Alpes"], True),
+        ("Auvergne-Rhône-Alpes, once Rhône-Alpes", "Auvergne-Rhône-Alpes", "entity",
+         ["Rhône-Alpes"], "h"),
+        ("Trump", "Donald Trump", "entity", ["Trump"], True),  # a rival equal to the gold
+        ("Donald Trump", "Donald Trump", "entity", ["Donald"], True),
+        ("Donald Trump, not Donald Duck", "Donald Trump", "entity", ["Donald"], "h"),
+        ("Donald Trump", "Donald Trump", None, ["Trump Tower", "Trump"], True),
+        ("Donald Trump Tower", "Donald Trump", None, ["Trump Tower"], "h"),
+        ("Clinton or Obama", "Bill Clinton", "entity", ["Barack Obama"], False),
+    ],
+)  # fmt: skip
+def test_hedges(prediction, answer, kind, labels, expected):
+    golds = [answer, *(["Trump"] if answer == "Donald Trump" else [])]
+    rivals = turn_rivals(kind, answer, labels, [])
+    assert judge(prediction, golds, "relaxed", (), rivals) == (expected is True, expected == "h")
+    assert matches(prediction, golds, "relaxed", (), rivals) is (expected is True)
+    assert judge(prediction, golds, "reference", (), rivals)[1] is False
+    fields = {"gold_aliases": golds[1:], "answer_kind": kind, "rival_labels": labels}
+    (row,) = scored([turn(prediction, answer, **fields)])
+    assert (row["correct_at1"], row["hedged_at1"]) == (expected is True, expected == "h")
+
+
+def test_turn_rivals():
+    assert turn_rivals("yes_no", "Yes", ["x"], ["no"]) == ["no"]
+    assert turn_rivals("yes_no", "no", [], []) == ["yes"]
+    assert turn_rivals("yes_no", "unknown", [], []) == []
+    assert turn_rivals("count", "2", ["x"], ["3"])[:3] == ["0", "1", "2"]
+    assert len(turn_rivals("count", "2", [], [])) == 101 + 21
+    assert turn_rivals("entity", "a", ["b", None], ["c"]) == ["b", None, "c"]
+    assert turn_rivals(None, "a", None, None) == []
+
+
+def test_a_present_day_value_is_a_rival_and_a_hedge_does_not_drift():
+    cameron = {
+        "answer": "David Cameron",
+        "gold_labels": ["David Cameron"],
+        "present_labels": ["Keir Starmer"],
+        "drift_eligible": True,
+        "rival_labels": ["Gordon Brown"],
+    }
+    rows = [
+        turn("David Cameron or Keir Starmer", **cameron),
+        turn("Keir Starmer", **cameron),
+        turn("Keir Starmer", **cameron, candidates=["Keir Starmer", "David Cameron"]),
+        turn("Cameron or Starmer", **cameron, candidates=["David Cameron, Keir Starmer", "Brown"]),
+        turn("Gordon Brown", **cameron, candidates=["Gordon Brown", "Keir Starmer, David Cameron"]),
+    ]
+    result = scored(rows)
+    assert [r["correct_at1"] for r in result] == [False, False, False, False, False]
+    assert [r["correct_atk"] for r in result] == [False, False, True, False, False]
+    assert [r["hedged_at1"] for r in result] == [True, False, False, False, False]
+    assert [r["present_match_at1"] for r in result] == [True, True, True, False, False]
+    assert [r["present_match_atk"] for r in result] == [True, True, True, True, True]
+    assert [r["drift_at1"] for r in result] == [False, True, True, False, False]
+    assert [r["drift_atk"] for r in result] == [False, True, False, False, False]
+
+
+def test_each_candidate_of_the_top_k_is_judged_alone():
+    rows = [
+        turn("yes or no", "yes", **YES, candidates=["yes or no", "Yes"]),
+        turn("yes", "yes", **YES, candidates=["yes", "no, yes"]),
+        turn("no or yes", "yes", **YES, candidates=["no or yes", "yes/no"]),
+    ]
+    result = scored(rows)
+    assert [r["correct_at1"] for r in result] == [False, True, False]
+    assert [r["correct_atk"] for r in result] == [True, True, False]
+    assert [r["hedged_at1"] for r in result] == [True, False, True]
 
 
 # --- the two implementations agree ---
@@ -473,9 +597,17 @@ PYTHON_ONLY = ["ΣΑΣ", "ΣΑΣa", "a\U00011f04b", "\u0378", "\U0001fae8"]
 JOINERS = [" ", " ", " ", "", ", ", "\n", "; ", " / ", " (", ") ", ": ", "\t", "-"]
 
 
+YES_NO_WORDS = ["yes", "no", "Yes.", "NO", "yes or no", "not", "know", "Yes, no", "nope", "yes-no"]
+COUNT_WORDS = [
+    "0", "1", "2", "3", "12", "two", "twelve", "Twenty", "21", "99", "100", "101", "2005", "2010",
+    "007", "1,000", "3.5", "between", "and", "or", "around", "(", ")", "-",
+]  # fmt: skip
+
+
 class Generator:
     """Rows of tricky strings; half of them ASCII only (the byte-table path), a few holding a
-    character only the per-turn path handles."""
+    character only the per-turn path handles. A fifth are yes/no and count turns, and some
+    answers hedge: a gold value and a rival of the turn, in either order."""
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
@@ -488,39 +620,82 @@ class Generator:
             text += self.rng.choice(pool) + self.rng.choice(JOINERS)
         return text.strip(" ") if self.rng.random() < 0.7 else text
 
-    def guess(self, golds: list[str]) -> str | None:
-        roll = self.rng.random()
+    def guess(self, golds: list[str], rivals: list[str]) -> str | None:
+        rng = self.rng
+        roll = rng.random()
         if roll < 0.03:
             return None
-        if roll < 0.55:
-            gold = self.rng.choice(golds)
-            return self.phrase(self.rng.randint(0, 2)) + gold + self.phrase(self.rng.randint(0, 3))
-        return self.phrase(self.rng.randint(0, 6))
+        if roll < 0.5:
+            gold = rng.choice(golds)
+            return self.phrase(rng.randint(0, 2)) + gold + self.phrase(rng.randint(0, 3))
+        if roll < 0.65 and rivals:
+            named = [rng.choice(golds), rng.choice(rivals)]
+            rng.shuffle(named)
+            return self.phrase(rng.randint(0, 1)).join(named) + self.phrase(rng.randint(0, 2))
+        return self.phrase(rng.randint(0, 6))
 
     def row(self) -> dict:
         rng = self.rng
         self.vocabulary = ASCII if rng.random() < 0.5 else TRICKY
+        kind = rng.choices(["entity", None, "yes_no", "count"], [0.78, 0.02, 0.1, 0.1])[0]
+        if kind in ("yes_no", "count"):
+            return self.analytic_row(kind)
         answer = None if rng.random() < 0.01 else self.phrase(rng.randint(1, 3))
         labels = [answer] if answer is not None and rng.random() < 0.8 else []
         labels += [self.phrase(rng.randint(0, 2)) for _ in range(rng.choice([0, 0, 1, 2]))]
         labels += [None] if rng.random() < 0.02 else []
         aliases = [self.phrase(rng.randint(1, 2)) for _ in range(rng.choice([0, 0, 1]))]
         present = [self.phrase(rng.randint(1, 2)) for _ in range(rng.choice([0, 1, 1, 2]))]
+        rivals = [self.phrase(rng.randint(1, 2)) for _ in range(rng.choice([0, 1, 2, 3]))]
+        rivals += rng.sample(labels + aliases, k=min(1, len(labels + aliases)))  # = a gold
+        rivals += [None] if rng.random() < 0.02 else []
         golds = [g for g in [answer, *labels, *aliases, *present] if g is not None] or [""]
-        prediction = self.guess(golds)
+        others = [r for r in [*rivals, *present] if r is not None]
+        return self.with_guesses(
+            {
+                "answer": answer,
+                "gold_labels": labels,
+                "gold_aliases": aliases,
+                "present_labels": present,
+                "drift_eligible": rng.random() < (0.5 if present else 0.02),
+                "answer_kind": kind,
+                "rival_labels": rivals,
+            },
+            golds,
+            others,
+        )
+
+    def analytic_row(self, kind: str) -> dict:
+        """A yes/no or count turn: its rivals are words and numbers, not its rival labels."""
+        rng = self.rng
+        words = YES_NO_WORDS if kind == "yes_no" else COUNT_WORDS
+        answer = rng.choice(["yes", "no", "Yes", "maybe"] if kind == "yes_no" else COUNT_WORDS[:14])
+        self.vocabulary = words + rng.sample(self.vocabulary, 5)
+        labels = [answer] if rng.random() < 0.3 else []
+        present = [rng.choice(words)] if rng.random() < 0.2 else []
+        rivals = [rng.choice(words)] if rng.random() < 0.1 else []
+        return self.with_guesses(
+            {
+                "answer": answer,
+                "gold_labels": labels,
+                "gold_aliases": [],
+                "present_labels": present,
+                "drift_eligible": bool(present) and rng.random() < 0.3,
+                "answer_kind": kind,
+                "rival_labels": rivals,
+            },
+            [answer],
+            words,
+        )
+
+    def with_guesses(self, row: dict, golds: list[str], rivals: list[str]) -> dict:
+        rng = self.rng
+        prediction = self.guess(golds, rivals)
         candidates = [prediction] if prediction is not None else []
-        candidates += [self.guess(golds) for _ in range(rng.choice([0, 1, 2, 4]))]
+        candidates += [self.guess(golds, rivals) for _ in range(rng.choice([0, 1, 2, 4]))]
         if rng.random() < 0.05:
-            candidates = rng.choice([None, [], [self.guess(golds)]])
-        return {
-            "prediction": prediction,
-            "candidates": candidates,
-            "answer": answer,
-            "gold_labels": labels,
-            "gold_aliases": aliases,
-            "present_labels": present,
-            "drift_eligible": rng.random() < (0.5 if present else 0.02),
-        }
+            candidates = rng.choice([None, [], [self.guess(golds, rivals)]])
+        return {"prediction": prediction, "candidates": candidates, **row}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -536,6 +711,8 @@ def test_vectorised_equals_loop(mode, monkeypatch):
         assert not differ, (name, [table.slice(i, 1).to_pylist()[0] for i in differ[:3]])
     assert sum(fast["correct_at1"].to_pylist()) > 150
     assert sum(fast["drift_atk"].to_pylist()) > 20
+    hedged = sum(fast["hedged_at1"].to_pylist())
+    assert hedged > 150 if mode == "relaxed" else hedged == 0
 
 
 def test_vectorised_normalisers_equal_python_on_generated_strings():
@@ -601,12 +778,15 @@ def test_a_present_day_label_that_contains_the_gold_is_not_the_gold():
         gold_aliases=[],
         present_labels=["Auvergne-Rhône-Alpes"],
         drift_eligible=True,
+        answer_kind="entity",
+        rival_labels=[],
     )
     right = {**row, "prediction": "It was Rhône-Alpes.", "candidates": ["Rhône-Alpes"]}
-    both = {**row, "prediction": "Rhône-Alpes, now Auvergne-Rhône-Alpes"}
+    both = {**row, "prediction": "Rhône-Alpes, now Auvergne-Rhône-Alpes"}  # names a rival too
     table = pa.Table.from_pylist([row, right, both])
     for scored in (score_turns(table), score_turns_loop(table)):
-        assert scored.column("correct_at1").to_pylist() == [False, True, True]
+        assert scored.column("correct_at1").to_pylist() == [False, True, False]
+        assert scored.column("hedged_at1").to_pylist() == [False, False, True]
         assert scored.column("drift_at1").to_pylist() == [True, False, False]
     assert not matches("Auvergne-Rhône-Alpes", ["Rhône-Alpes"], "relaxed", ["Auvergne-Rhône-Alpes"])
     assert matches("Auvergne-Rhône-Alpes", ["Rhône-Alpes"], "relaxed")
@@ -633,9 +813,7 @@ def test_reference_mode_equals_the_authors_evaluator_on_generated_predictions():
     result = scored(rows, "reference")
     assert [r["correct_at1"] for r in result] == [case["correct"] for case in cases]
     assert [r["drift_at1"] for r in result] == [case["drift"] for case in cases]
-    assert [[r[name] for name in SCORE_SCHEMA.names[6:]] for r in result] == [
-        case["counts"] for case in cases
-    ]
+    assert [[r[name] for name in COUNTS] for r in result] == [case["counts"] for case in cases]
     table = score_turns(pa.Table.from_pylist(rows, schema=TURNS), "reference")
     n = table.num_rows
     for name, values in {
