@@ -416,6 +416,14 @@ def _save(figure, path: Path) -> Path:
     return path
 
 
+MATCHING_TEXT = (
+    "An answer is right in the `relaxed` match mode (the default) when it names a value of the "
+    "turn's gold set on whole tokens and no other candidate of the turn: a hedge (`yes or no`, "
+    "`1, 2 or 3`, two office holders) is wrong. The `reference` mode, the authors' matcher kept "
+    "to reproduce published numbers, credits hedges."
+)
+
+
 def render_markdown(
     metrics: pa.Table,
     plots: Sequence[Path],
@@ -428,7 +436,7 @@ def render_markdown(
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
     lines += ["", "## Main results (Table 3 layout; 95% bootstrap CIs in `leaderboard`)", ""]
-    lines += [tables["table3"]]
+    lines += [MATCHING_TEXT, "", tables["table3"]]
     if comparisons is not None and comparisons.num_rows:
         lines += ["", "## Paired comparisons (A vs B; chains resampled for both)", ""]
         lines += [comparisons_markdown(comparisons)]
