@@ -97,9 +97,10 @@ def predictions(
     group_name="evaluation",
     kinds={"python", "parquet"},
     description="Metrics of one (model, setting), long: stratum (overall, family=, length=, "
-    "followup_pos=), metric (the reference evaluator's names: acc_at1, final_turn_acc_at1, "
-    "strict_chain_acc_at1, drift_rate_given_present_at1, ...), value and a 95% bootstrap "
-    "interval resampling chains.",
+    "followup_pos=), metric (the headline scope_acc_at1, Acc@1 over the scope-dependent "
+    "scored turns, then the reference evaluator's names: acc_at1, final_turn_acc_at1, "
+    "strict_chain_acc_at1, drift_rate_given_present_at1, ...), value, a 95% bootstrap "
+    "interval resampling chains, and the denominator (n).",
 )
 def metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: dg.ResourceParam[Warehouse]
@@ -147,9 +148,11 @@ class LeaderboardConfig(dg.Config):
     kinds={"duckdb", "parquet"},
     pool="duckdb_writer",
     description="Every model partition side by side: one row per (subset, model, setting, "
-    "variant) with Acc@1, Final@1, Chain@1 and Drift@1 and their intervals, for the "
-    "evaluation sample and for the paraphrased subset as templated and as paraphrased; the "
-    "paper's Tables 3, 4, 5, 8 and 9 as Markdown in the metadata; each model against the "
+    "variant) with the headline Scope Acc@1 (Acc@1 over the scope-dependent scored turns), "
+    "then the paper's Acc@1, Final@1, Chain@1 and Drift@1, each with its interval and n, for "
+    "the evaluation sample and for the paraphrased subset as templated and as paraphrased; "
+    "the headline (overall and by family) and the paper's Tables 3, 4, 5, 8 and 9 as Markdown "
+    "in the metadata, every figure with its n; each model against the "
     "baseline ('A vs B': differences with paired bootstrap intervals and p-values) in "
     "comparisons.parquet beside it and in the metadata; per model and setting, known alone / "
     "lost in conversation / drifted to today against its explicit-scope run in "
@@ -207,8 +210,10 @@ def leaderboard(
     deps=["leaderboard"],
     group_name="evaluation",
     kinds={"html", "markdown"},
-    description="The evaluation report (Markdown and HTML with PNG plots: Final@1 by chain "
-    "length, drift by follow-up depth, accuracy by family, models with intervals) in "
+    description="The evaluation report, headline first (Scope Acc@1, what it measures, with its "
+    "n and the paper's Acc@1 beside it; every figure of the report with its n), as Markdown "
+    "and HTML with PNG plots (Final@1 by chain length, drift by follow-up depth, accuracy by "
+    "family, models with intervals) in "
     "<home>/report/, and a results JSON per model in the reference evaluator's structure.",
 )
 def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:

@@ -148,7 +148,9 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         "and explicit-scope, its own previous answer self-conditioned; scope_blind scores 1.0 "
         "under explicit scope; against its explicit-scope run, the oracle knows every turn and "
         "loses none, scope_blind knows every turn and loses (drifts on) every drift-eligible "
-        "implicit one, in every paper setting.",
+        "implicit one, in every paper setting; on the headline scope_acc_at1, in every stratum "
+        "where it exists, the oracle scores 1.0 and present_day and scope_blind 0 (scope_blind "
+        "1.0 under explicit scope, where every turn states its scope).",
     )
     def reference_systems_behave(
         context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]

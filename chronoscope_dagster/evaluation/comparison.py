@@ -13,7 +13,7 @@ turns; a chain that only one model scored, or that the two scored on different t
 ``first_scored_turn``, a missing prediction), is left out and counted (``chains_left_out_a``,
 ``chains_left_out_b``), since Chain@1 and Final@1 need the whole chain. No common chain is an
 error, and so is a compared turn on which the two inputs disagree on what the turn is (family,
-length, position, drift eligibility, present-day value): they were not scored against the same
+length, position, drift eligibility, present-day value, scope dependence): they were not scored against the same
 turns.
 
 Interval: paired bootstrap over chains. Every resample draws the compared chains with
@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY
 from chronoscope_dagster.evaluation.metrics import (
     OVERALL,
+    SCOPE_METRIC,
     _divide,
     _load,
     _ratios,
@@ -55,12 +56,14 @@ from chronoscope_dagster.evaluation.metrics import (
 )
 
 COMPARED = (
+    SCOPE_METRIC,
     "acc_at1",
     "final_turn_acc_at1",
     "strict_chain_acc_at1",
     "drift_rate_given_present_at1",
 )
-"""Acc@1, Final@1, Chain@1 and Drift@1."""
+"""The headline (Acc@1 over scope-dependent turns), then the paper's Acc@1, Final@1, Chain@1
+and Drift@1."""
 
 COMPARISON_SCHEMA = pa.schema(
     [
@@ -92,6 +95,7 @@ _TURN_COLUMNS = (
     "is_final",
     "drift_eligible",
     "present_available",
+    "scope_dependent",
 )
 
 

@@ -1,8 +1,14 @@
 """Scored turns aggregated into the benchmark's metrics, with chain-bootstrap confidence intervals.
 
 One input row is one scored (chain, turn). The metric names are the reference evaluator's
-(spec 4.9); their meaning is this project's:
+(spec 4.9), their meaning this project's, plus the headline ``scope_acc_at1``:
 
+- ``scope_acc_at1`` is Acc@1 over the scope-dependent scored turns (``scope_dependent``: an
+  implicit turn whose gold at its scope is not today's value, or, with no value today, differs
+  from another year's gold; DESIGN decision 11). Only a system that carries the scope answers
+  them: one answering today's value, or "I don't know" where there is none, scores 0. The
+  paper's ``acc_at1`` also counts the turns that state their own scope and is kept for
+  comparison with the paper;
 - an errored turn (``error``) counts as wrong: its correct and drift flags and its predicted-token
   counts (``*_tp``, ``*_pred``) are cleared; its gold-token counts stay;
 - ``drift_rate_given_present_*`` divides by drift-eligible turns (a present-day value exists and
@@ -53,7 +59,9 @@ from chronoscope_dagster.evaluation.matching import MODE_METADATA_KEY, MODES
 OVERALL = "overall"
 DIMENSIONS = ("family", "length", "followup_pos")
 COUNT_METRICS = ("n_chains", "n_turns")
-METRICS = (
+SCOPE_METRIC = "scope_acc_at1"
+"""The headline: Acc@1 over the scope-dependent scored turns."""
+REFERENCE_METRICS = (
     "n_chains",
     "n_turns",
     "acc_at1",
@@ -69,6 +77,9 @@ METRICS = (
     "drift_rate_given_present_atk",
     "drift_rate_given_error_at1",
 )
+"""The reference evaluator's metrics (spec 4.9), in its order."""
+METRICS = (*COUNT_METRICS, SCOPE_METRIC, *REFERENCE_METRICS[len(COUNT_METRICS) :])
+"""Every metric this module writes, in the order of its rows: the headline first."""
 CHAIN_METRICS = frozenset(
     {"strict_chain_acc_at1", "avg_chain_turn_acc_at1", "final_turn_acc_at1", "final_turn_acc_atk"}
 )
@@ -106,6 +117,7 @@ _BOOL_COLUMNS = (
     "drift_atk",
     "drift_eligible",
     "present_available",
+    "scope_dependent",
     "error",
 )
 SCORED_COLUMNS = _STRING_COLUMNS + _INT_COLUMNS + _BOOL_COLUMNS
@@ -127,6 +139,8 @@ _SUMMED = (
     "final",
     "final_ok1",
     "final_okk",
+    "scope",
+    "scope_ok1",
 )
 _CHUNK_CELLS = 1 << 22
 
@@ -306,6 +320,8 @@ def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
         "final": final,
         "final_ok1": final & ok1,
         "final_okk": final & okk,
+        "scope": flags["scope_dependent"],
+        "scope_ok1": flags["scope_dependent"] & ok1,
     }
     summed = np.column_stack([quantities[name].astype(np.float64) for name in _SUMMED])
     return _Turns(
@@ -379,6 +395,7 @@ def _ratios(stratum: _Stratum, s: np.ndarray) -> dict[str, _Ratio]:
 
     nt = col("nt")
     out: dict[str, _Ratio] = {
+        SCOPE_METRIC: (col("scope_ok1"), col("scope")),
         "acc_at1": (col("ok1"), nt),
         "acc_atk": (col("okk"), nt),
         "token_f1_micro_top1": (2.0 * col("tok_tp"), col("tok_pred") + col("tok_gold")),

@@ -83,6 +83,7 @@ def scored_turns_sql(
                p.turn_index = t.chain_length - 1 AS is_final,
                p.prediction, p.candidates, t.answer, t.gold_labels, t.gold_aliases,
                t.present_labels, t.drift_eligible, t.answer_kind, t.rival_labels, t.is_explicit,
+               t.scope_dependent,
                len(t.present_labels) > 0 AS present_available,
                p.error IS NOT NULL AS error
         FROM {parquet_source(predictions_path)} p

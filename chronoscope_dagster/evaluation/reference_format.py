@@ -11,8 +11,8 @@ import pyarrow as pa
 from chronoscope_dagster.evaluation.metrics import (
     COUNT_METRICS,
     DIMENSIONS,
-    METRICS,
     OVERALL,
+    REFERENCE_METRICS,
     split_stratum,
 )
 
@@ -26,7 +26,7 @@ SETTING_KEYS = {
 def _reference_m(values: Mapping[str, float]) -> dict[str, int | float]:
     return {
         metric: int(values.get(metric, 0)) if metric in COUNT_METRICS else values.get(metric, 0.0)
-        for metric in METRICS
+        for metric in REFERENCE_METRICS
     }
 
 
@@ -75,7 +75,8 @@ def reference_results_json(
     """The reference evaluator's output JSON (spec 4.10) from per-setting metrics tables.
 
     Settings map gold_context/questions_only/self_conditioned to gold/questions_only/self; only
-    the settings given appear. Integer bucket keys are strings. A metric our table leaves out
+    the settings given appear. Integer bucket keys are strings. The metrics are the reference's
+    (``REFERENCE_METRICS``): the headline ``scope_acc_at1`` is not in its files. A metric our table leaves out
     (chain metrics by follow-up position, ratios with a zero denominator, a missing overall) is
     written as 0.0 (counts as 0), as the reference does, so existing tooling reads the file;
     those zeros are not measurements. ``n_chains`` by follow-up position is the number of chains

@@ -5,7 +5,10 @@ must reach whatever the benchmark holds: the oracle is right everywhere and neve
 ``present_day`` is wrong and drifts on every drift-eligible turn; ``copy_previous`` answers
 the previous answer of its conversation; ``scope_blind`` is right under explicit scope, and
 against its explicit-scope run knows every turn and loses every drift-eligible implicit one
-(``knowledge.REFERENCE_KNOWLEDGE``). A benchmark on which one of them misses its score
+(``knowledge.REFERENCE_KNOWLEDGE``). On the headline ``scope_acc_at1`` (``REFERENCE_SCOPE_ACC``)
+the oracle scores 1 and ``present_day`` and ``scope_blind`` 0 wherever it exists: a
+scope-dependent turn is implicit and its gold is neither today's value nor "I don't know",
+which is all they answer to an implicit turn. A benchmark on which one of them misses its score
 measures something other than what it claims, so the pipeline gates on these rules.
 """
 
@@ -23,7 +26,7 @@ from chronoscope_dagster.evaluation.knowledge import (
     knowledge_metrics,
     reference_knowledge_problems,
 )
-from chronoscope_dagster.evaluation.metrics import OVERALL
+from chronoscope_dagster.evaluation.metrics import OVERALL, SCOPE_METRIC
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.queries import scored_turns
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
@@ -40,6 +43,32 @@ PERFECT_FOR_THE_ORACLE = (
     "char3_f1_micro_top1",
 )
 ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
+REFERENCE_SCOPE_ACC = {"oracle": 1.0, "present_day": 0.0, "scope_blind": 0.0}
+"""``scope_acc_at1`` each reference system scores in every stratum where it exists."""
+
+
+def expected_scope_acc(backend: str, setting: Setting) -> float | None:
+    """What ``backend`` must score on ``scope_acc_at1`` in ``setting``; None if not fixed.
+    Under explicit scope every turn is asked with its scope stated, which ``scope_blind``
+    answers right (``REFERENCE_EXPLICIT_ACC``)."""
+    if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:
+        return REFERENCE_EXPLICIT_ACC[backend]
+    return REFERENCE_SCOPE_ACC.get(backend)
+
+
+def scope_acc_problems(backend: str, setting: Setting, metrics: pa.Table) -> list[str]:
+    """Every ``scope_acc_at1`` row of ``metrics`` (a metrics table of ``backend`` in
+    ``setting``, of one variant or several) that is not ``expected_scope_acc``. A stratum
+    without scope-dependent turns has no row and is no problem."""
+    expected = expected_scope_acc(backend, setting)
+    if expected is None:
+        return []
+    return [
+        f"{row.get('variant') or ''} {row['stratum']} {SCOPE_METRIC} = {row['value']}, not "
+        f"{expected} (n={row['denominator']})".strip()
+        for row in metrics.to_pylist()
+        if row["metric"] == SCOPE_METRIC and row["value"] != expected
+    ]
 
 
 def _copy_previous_mismatches(
@@ -116,7 +145,14 @@ def reference_problems(
     backend = report["backend"]["backend"]
     if backend not in REFERENCE_BACKENDS:
         return None
-    problems = []
+    problems = [
+        f"{backend} {model}/{setting} {problem}"
+        for problem in scope_acc_problems(
+            backend,
+            setting,
+            pq.read_table(warehouse.data_path(metrics, model=model, setting=setting)),
+        )
+    ]
     if metrics == "metrics" and backend in REFERENCE_KNOWLEDGE:
         problems += _knowledge_problems(warehouse, backend, model, setting)
     if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:

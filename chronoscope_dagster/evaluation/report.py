@@ -1,7 +1,9 @@
 """The leaderboard and the report: the paper's table layouts, plots, Markdown and HTML.
 
 Input is the long metrics table of every (model, setting): ``model``, ``setting``,
-``stratum``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_turns``, ``n_chains``.
+``stratum``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_turns``, ``n_chains``,
+``denominator``. The headline, ``scope_acc_at1``, comes first everywhere; the paper's metrics
+stay beside it. Every printed figure carries its n (its denominator).
 """
 
 from __future__ import annotations
@@ -15,15 +17,31 @@ import pandas as pd
 import pyarrow as pa
 
 from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_LABELS
+from chronoscope_dagster.evaluation.metrics import SCOPE_METRIC
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS
 from chronoscope_dagster.markdown import markdown_table
 
 HEADLINE = {
+    SCOPE_METRIC: "Scope Acc@1",
     "acc_at1": "Acc@1",
     "final_turn_acc_at1": "Final@1",
     "strict_chain_acc_at1": "Chain@1",
     "drift_rate_given_present_at1": "Drift@1",
 }
+HEADLINE_TEXT = (
+    "Scope Acc@1 is Acc@1 over the scored turns that only a kept time scope answers: implicit "
+    "turns whose gold at their scope is not today's value (or, where there is no value today, "
+    "differs from another year's gold); its n is the number of those turns. A system that "
+    "knows every fact but never carries a scope (`scope_blind`) and one that answers today's "
+    "value (`present_day`) score 0 on it by construction, the oracle 1. The paper's Acc@1, "
+    "over every scored turn, is dominated by turns that state their own scope; it is kept "
+    "beside the headline, with the paper's Final@1, Chain@1 and Drift@1, for comparison with "
+    "the paper. Every figure is followed by its n, what it divides by: scope-dependent turns "
+    "(Scope Acc@1), scored turns (Acc@1, and every figure by family or follow-up position), "
+    "chains whose final turn is scored (Final@1), chains (Chain@1), drift-eligible turns "
+    "(Drift@1)."
+)
+"""What the headline measures, as the report states it."""
 SETTING_LABELS = {
     "gold_context": "Gold context",
     "self_conditioned": "Self-conditioned",
@@ -69,12 +87,19 @@ def _value(frame: pd.DataFrame, *, model: str, setting: str, stratum: str, metri
     return None if rows.empty else rows.iloc[0]
 
 
-def _cell(row, *, with_ci: bool = False) -> str:
-    if row is None or row["value"] is None or math.isnan(row["value"]):
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _cell(row, *, with_ci: bool = False, with_n: bool = True) -> str:
+    """A metric row as ``value [ci_low, ci_high] (n=denominator)``; ``-`` where it is left out."""
+    if row is None or _missing(row["value"]):
         return "-"
     text = f"{row['value']:.3f}"
-    if with_ci and row["ci_low"] is not None and not math.isnan(row["ci_low"]):
+    if with_ci and not _missing(row["ci_low"]):
         text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    if with_n and "denominator" in row and not _missing(row["denominator"]):
+        text += f" (n={int(row['denominator'])})"
     return text
 
 
@@ -84,14 +109,17 @@ VARIANT_LABELS = {"original": "Orig", "paraphrased": "Para"}
 
 LEADERBOARD_SCHEMA = pa.schema(
     [(name, pa.string()) for name in ("subset", "model", "setting", "variant")]
-    + [(f"{metric}{suffix}", pa.float64()) for metric in HEADLINE for suffix in ("", "_ci_low", "_ci_high")]
+    + [(f"{metric}{suffix}", pa.int64() if suffix == "_n" else pa.float64())
+       for metric in HEADLINE for suffix in ("", "_ci_low", "_ci_high", "_n")]
     + [("n_chains", pa.int64()), ("n_turns", pa.int64())]
 )  # fmt: skip
+"""``<metric>_n`` is the metric's denominator: scope-dependent turns for ``scope_acc_at1``."""
 
 
 def leaderboard_table(metrics: pa.Table, *, subset: str = "eval_sample") -> pa.Table:
     """One row per (model, setting, variant): the headline metrics of the overall stratum with
-    CIs. Metrics without a ``variant`` column are of the templated questions (``original``)."""
+    CIs and denominators (``scope_acc_at1`` first). Metrics without a ``variant`` column are of
+    the templated questions (``original``)."""
     if "variant" not in metrics.column_names:
         metrics = metrics.append_column(
             "variant", pa.array(["original"] * metrics.num_rows, pa.string())
@@ -115,6 +143,7 @@ def leaderboard_table(metrics: pa.Table, *, subset: str = "eval_sample") -> pa.T
                     row[metric] = None if found is None else found["value"]
                     row[f"{metric}_ci_low"] = None if found is None else found["ci_low"]
                     row[f"{metric}_ci_high"] = None if found is None else found["ci_high"]
+                    row[f"{metric}_n"] = None if found is None else _count(found["denominator"])
                 acc = _value(
                     part, model=model, setting=setting, stratum="overall", metric="acc_at1"
                 )
@@ -125,9 +154,55 @@ def leaderboard_table(metrics: pa.Table, *, subset: str = "eval_sample") -> pa.T
     return pa.Table.from_pylist(rows, schema=LEADERBOARD_SCHEMA)
 
 
+def _count(value) -> int | None:
+    return None if _missing(value) else int(value)
+
+
+def headline_markdown(metrics: pa.Table) -> str:
+    """Per model and setting (every setting, explicit scope included), the headline Scope Acc@1
+    and the paper's Acc@1 of the overall stratum, each with its 95% interval and n."""
+    frame = _frame(metrics)
+    return markdown_table(
+        [
+            "model",
+            "setting",
+            "Scope Acc@1 [95% CI]",
+            "n scope-dependent",
+            "Acc@1 (paper) [95% CI]",
+            "n scored",
+        ],
+        [
+            [
+                model,
+                SETTING_LABELS.get(setting, setting),
+                *(
+                    part
+                    for metric in (SCOPE_METRIC, "acc_at1")
+                    for part in _value_and_n(
+                        _value(
+                            frame, model=model, setting=setting, stratum="overall", metric=metric
+                        )
+                    )
+                ),
+            ]
+            for model in _models(frame)
+            for setting in _settings(frame)
+            if _value(frame, model=model, setting=setting, stratum="overall", metric="n_turns")
+            is not None
+        ],
+    )
+
+
+def _value_and_n(row) -> tuple[str, str]:
+    if row is None:
+        return "-", "-"
+    count = _count(row["denominator"])
+    return _cell(row, with_ci=True, with_n=False), "-" if count is None else str(count)
+
+
 def _headline_table(rows: Sequence[tuple[Sequence[str], pd.DataFrame]], keys: Sequence[str]) -> str:
-    """Settings x (Acc@1, Final@1, Chain@1, Drift@1) of the overall stratum: one Markdown row
-    per (key cells, frame of one model)."""
+    """Settings x (Scope Acc@1, Acc@1, Final@1, Chain@1, Drift@1) of the overall stratum, each
+    with its n: one Markdown row per (key cells, frame of one model)."""
     settings = [
         s.value for s in PAPER_SETTINGS if any(s in set(frame["setting"]) for _, frame in rows)
     ]
@@ -169,8 +244,9 @@ def table5(paraphrase_metrics: pa.Table) -> str:
 
 
 def markdown_tables(metrics: pa.Table) -> dict[str, str]:
-    """The paper's Table 3 (settings x Acc/Final/Chain/Drift), Table 4 (Final@1 by length),
-    Table 8 (Acc@1 by family) and Table 9 (Acc@1 by follow-up position)."""
+    """The headline (``headline_markdown``) and its value by family, then the paper's Table 3
+    (settings x Scope/Acc/Final/Chain/Drift), Table 4 (Final@1 by length), Table 8 (Acc@1 by
+    family) and Table 9 (Acc@1 by follow-up position); every figure with its n."""
     frame = _frame(metrics)
     models, settings = _models(frame), _paper_settings(frame)
     table3 = _headline_table(
@@ -204,6 +280,8 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
         )
 
     return {
+        "headline": headline_markdown(metrics),
+        "headline_by_family": by("family", SCOPE_METRIC),
         "table3": table3,
         "table4": by("length", "final_turn_acc_at1"),
         "table8": by("family", "acc_at1"),
@@ -212,16 +290,29 @@ def markdown_tables(metrics: pa.Table) -> dict[str, str]:
 
 
 def comparisons_markdown(comparisons: pa.Table) -> str:
-    """'A vs B' (``COMPARISONS_SCHEMA`` rows): per setting and model, each headline metric of
-    A and of the baseline B, A - B with its paired 95% bootstrap interval, the p-value and the
-    chains compared (and those of A and of B left out)."""
+    """'A vs B' (``COMPARISONS_SCHEMA`` rows): per setting and model, each headline metric with
+    its n (the denominator both share), A's and the baseline B's values, A - B with its paired
+    95% bootstrap interval, the p-value and the chains compared (and those of A and of B left
+    out)."""
     return markdown_table(
-        ["setting", "A vs B", "metric", "A", "B", "A - B [95% CI]", "p", "chains", "left out A/B"],
+        [
+            "setting",
+            "A vs B",
+            "metric",
+            "n",
+            "A",
+            "B",
+            "A - B [95% CI]",
+            "p",
+            "chains",
+            "left out A/B",
+        ],
         [
             [
                 SETTING_LABELS.get(row["setting"], row["setting"]),
                 f"{row['model']} vs {row['baseline']}",
                 HEADLINE[row["metric"]],
+                row["denominator"],
                 f"{row['value_a']:.3f}",
                 f"{row['value_b']:.3f}",
                 f"{row['difference']:+.3f}"
@@ -435,6 +526,9 @@ def render_markdown(
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
+    lines += ["", "## Headline: Acc@1 over the turns that need their scope (Scope Acc@1)", ""]
+    lines += [HEADLINE_TEXT, "", tables["headline"], "", "Scope Acc@1 by family:", ""]
+    lines += [tables["headline_by_family"]]
     lines += ["", "## Main results (Table 3 layout; 95% bootstrap CIs in `leaderboard`)", ""]
     lines += [MATCHING_TEXT, "", tables["table3"]]
     if comparisons is not None and comparisons.num_rows:
@@ -496,6 +590,8 @@ def render_html(markdown_text: str) -> str:
         elif line.startswith("!["):
             alt, _, src = line[2:-1].partition("](")
             body.append(f'<p><img src="{html.escape(src)}" alt="{html.escape(alt)}"></p>')
+        elif line.strip():
+            body.append(f"<p>{html.escape(line)}</p>")
     flush()
     style = (
         "body{font-family:sans-serif;max-width:1200px;margin:2em auto}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import dagster as dg
@@ -191,14 +192,26 @@ def test_metrics_leaderboard_and_report(sample_home):
         assert overall[("oracle", setting, "acc_at1")]["value"] == 1.0
         assert overall[("oracle", setting, "final_turn_acc_at1")]["value"] == 1.0
         assert overall[("present_day", setting, "drift_rate_given_present_at1")]["value"] == 1.0
+        assert overall[("oracle", setting, "scope_acc_at1")]["value"] == 1.0
+        assert overall[("present_day", setting, "scope_acc_at1")]["value"] == 0.0
+        blind = overall[("scope_blind", setting, "scope_acc_at1")]["value"]
+        assert blind == (1.0 if setting == "explicit_scope" else 0.0)
         local = overall[("local", setting, "acc_at1")]
         assert local["ci_low"] <= local["value"] <= local["ci_high"]
+        scope = overall[("local", setting, "scope_acc_at1")]
+        assert scope["ci_low"] <= scope["value"] <= scope["ci_high"] and scope["denominator"] > 0
     board = store.query(
         "SELECT * FROM leaderboard WHERE subset = 'eval_sample' ORDER BY model, setting"
     ).to_pylist()
     assert [(r["model"], r["setting"]) for r in board] == sorted(
         (m, s) for m in MODELS for s in SETTINGS
     )
+    for row in board:
+        scope = overall[(row["model"], row["setting"], "scope_acc_at1")]
+        assert (row["scope_acc_at1"], row["scope_acc_at1_n"]) == (
+            scope["value"],
+            scope["denominator"],
+        )
     comparisons = pq.read_table(home / "leaderboard" / "comparisons.parquet").to_pylist()
     assert {(r["setting"], r["model"], r["baseline"]) for r in comparisons} == {
         (s, m, "local") for m in MODELS[1:] for s in SETTINGS
@@ -211,9 +224,15 @@ def test_metrics_leaderboard_and_report(sample_home):
         assert row["chains_left_out_a"] == row["chains_left_out_b"] == 0
     out = home / "report"
     markdown = (out / "report.md").read_text()
-    assert "| oracle | 1.000 |" in markdown
+    assert markdown.index("## Headline") < markdown.index("## Main results")
+    assert re.search(r"\| oracle \| Gold context \| 1\.000 \[1\.000, 1\.000\] \| \d+ \|", markdown)
+    assert re.search(
+        r"\| scope_blind \| Gold context \| 0\.000 \[0\.000, 0\.000\] \| \d+ \|", markdown
+    )
+    assert "| oracle | 1.000 (n=" in markdown
     assert "## Paired comparisons" in markdown
-    assert "| Gold context | oracle vs local | Acc@1 | 1.000 |" in markdown
+    assert re.search(r"\| Gold context \| oracle vs local \| Acc@1 \| \d+ \| 1\.000 \|", markdown)
+    assert "| Gold context | oracle vs local | Scope Acc@1 |" in markdown
     knowledge = {
         (r["model"], r["setting"], r["metric"]): r
         for r in pq.read_table(home / "leaderboard" / "knowledge.parquet").to_pylist()
@@ -232,7 +251,8 @@ def test_metrics_leaderboard_and_report(sample_home):
             assert local["ci_low"] <= local["value"] <= local["ci_high"]
     assert "## Known alone, lost in conversation, drifted to today" in markdown
     assert "| scope_blind | Gold context | 1.000" in markdown
-    assert "Explicit scope" not in markdown.split("## Paired comparisons")[0], "Table 3: three"
+    table3 = markdown.split("## Main results")[1].split("## Paired comparisons")[0]
+    assert "Explicit scope" not in table3, "Table 3: three"
     assert (out / "knowledge.png").exists()
     assert "<h2>Paired comparisons" in (out / "report.html").read_text()
     for name in ("final_by_length", "drift_by_followup", "accuracy_by_family", "models_with_ci"):

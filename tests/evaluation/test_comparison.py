@@ -18,8 +18,9 @@ from tests.evaluation.test_metrics import golden_rows, table, turn
 
 
 def chains(correct: range, n: int = 100, length: int = 3) -> list[dict]:
-    """``n`` chains of ``length`` turns, every scored turn drift-eligible; the chains in
-    ``correct`` are right on every turn, the others wrong and drifted on every turn."""
+    """``n`` chains of ``length`` turns, every scored turn drift-eligible and scope-dependent;
+    the chains in ``correct`` are right on every turn, the others wrong and drifted on every
+    turn."""
     return [
         turn(
             f"c{c:04d}",
@@ -29,6 +30,7 @@ def chains(correct: range, n: int = 100, length: int = 3) -> list[dict]:
             ok1=c in correct,
             eligible=True,
             drift1=c not in correct,
+            scope=True,
         )
         for c in range(n)
         for index in range(1, length)
@@ -45,6 +47,7 @@ def test_a_known_difference_of_twenty_points():
     rows = by_metric(compare_models(a, b, bootstrap=resamples, seed=3))
     assert list(rows) == list(COMPARED)
     expected = {
+        "scope_acc_at1": (0.6, 0.4),
         "acc_at1": (0.6, 0.4),
         "final_turn_acc_at1": (0.6, 0.4),
         "strict_chain_acc_at1": (0.6, 0.4),
@@ -132,6 +135,10 @@ def test_no_common_chain_or_disagreeing_turns_are_refused():
     rows_b[5].update(drift_eligible=False, drift_at1=False, drift_atk=False)
     with pytest.raises(ValueError, match="disagree on drift_eligible on 1 turns"):
         compare_models(a, table(rows_b))
+    rows_b = chains(range(2), n=4)
+    rows_b[2].update(scope_dependent=False)
+    with pytest.raises(ValueError, match="disagree on scope_dependent on 1 turns"):
+        compare_models(a, table(rows_b))
     with pytest.raises(ValueError, match="different match modes"):
         compare_models(a, a.replace_schema_metadata({MODE_METADATA_KEY: b"exact"}))
 
@@ -139,8 +146,9 @@ def test_no_common_chain_or_disagreeing_turns_are_refused():
 def test_a_metric_without_denominator_is_left_out():
     rows = [turn(f"c{c}", "carryover", 2, 1, ok1=c < 2) for c in range(4)]
     comparison = compare_models(table(rows), table(rows[::-1]), bootstrap=100)
-    assert "drift_rate_given_present_at1" not in comparison.column("metric").to_pylist()
-    assert comparison.num_rows == len(COMPARED) - 1
+    metrics = comparison.column("metric").to_pylist()
+    assert "drift_rate_given_present_at1" not in metrics and "scope_acc_at1" not in metrics
+    assert comparison.num_rows == len(COMPARED) - 2
 
 
 def test_deterministic_and_independent_of_row_order():

@@ -824,6 +824,7 @@ def test_reference_mode_equals_the_authors_evaluator_on_generated_predictions():
         "followup_pos": pa.array([1] * n, pa.int64()),
         "is_final": pa.array([True] * n),
         "present_available": pc.greater(pc.list_value_length(table["present_labels"]), 0),
+        "scope_dependent": pa.array([False] * n),
         "error": pa.array([False] * n),
     }.items():
         table = table.append_column(name, values)

@@ -14,6 +14,7 @@ from chronoscope_dagster.evaluation.metrics import (
     CHAIN_METRICS,
     METRICS,
     METRICS_SCHEMA,
+    REFERENCE_METRICS,
     compute_metrics,
 )
 from chronoscope_dagster.evaluation.reference_format import reference_results_json
@@ -32,6 +33,7 @@ SCORED_SCHEMA = pa.schema(
         ("drift_atk", pa.bool_()),
         ("drift_eligible", pa.bool_()),
         ("present_available", pa.bool_()),
+        ("scope_dependent", pa.bool_()),
         ("error", pa.bool_()),
         ("tok_tp", pa.int64()),
         ("tok_pred", pa.int64()),
@@ -55,6 +57,7 @@ def turn(
     eligible: bool = False,
     drift1: bool = False,
     driftk: bool | None = None,
+    scope: bool = False,
     error: bool = False,
     tok: tuple[int, int, int] = (0, 1, 1),
     ch: tuple[int, int, int] = (0, 1, 1),
@@ -73,6 +76,7 @@ def turn(
         "drift_atk": drift1 if driftk is None else driftk,
         "drift_eligible": eligible,
         "present_available": present or eligible,
+        "scope_dependent": scope,
         "error": error,
         "tok_tp": tok[0],
         "tok_pred": tok[1],
@@ -90,11 +94,41 @@ def table(rows: list[dict]) -> pa.Table:
 def golden_rows() -> list[dict]:
     return [
         turn("c1", "carryover", 2, 1, ok1=True, present=True, tok=(2, 2, 2), ch=(4, 4, 4)),
-        turn("c2", "carryover", 2, 1, okk=True, eligible=True, tok=(0, 1, 2), ch=(0, 3, 5)),
-        turn("c3", "narrative", 4, 1, ok1=True, tok=(1, 1, 1), ch=(1, 1, 1)),
-        turn("c3", "narrative", 4, 2, eligible=True, drift1=True, tok=(0, 2, 1), ch=(0, 4, 3)),
+        turn(
+            "c2",
+            "carryover",
+            2,
+            1,
+            okk=True,
+            eligible=True,
+            scope=True,
+            tok=(0, 1, 2),
+            ch=(0, 3, 5),
+        ),
+        turn("c3", "narrative", 4, 1, ok1=True, scope=True, tok=(1, 1, 1), ch=(1, 1, 1)),
+        turn(
+            "c3",
+            "narrative",
+            4,
+            2,
+            eligible=True,
+            drift1=True,
+            scope=True,
+            tok=(0, 2, 1),
+            ch=(0, 4, 3),
+        ),
         turn("c3", "narrative", 4, 3, ok1=True, present=True, tok=(1, 2, 1), ch=(3, 3, 3)),
-        turn("c4", "narrative", 3, 1, eligible=True, error=True, tok=(0, 0, 2), ch=(0, 0, 6)),
+        turn(
+            "c4",
+            "narrative",
+            3,
+            1,
+            eligible=True,
+            error=True,
+            scope=True,
+            tok=(0, 0, 2),
+            ch=(0, 0, 6),
+        ),
         turn("c4", "narrative", 3, 2, tok=(0, 1, 1), ch=(0, 3, 3)),
     ]
 
@@ -111,6 +145,7 @@ GOLDEN = {
     "overall": {
         "n_chains": 4,
         "n_turns": 7,
+        "scope_acc_at1": F(1, 4),
         "acc_at1": F(3, 7),
         "acc_atk": F(4, 7),
         "token_f1_micro_top1": F(8, 19),
@@ -127,6 +162,7 @@ GOLDEN = {
     "family=carryover": {
         "n_chains": 2,
         "n_turns": 2,
+        "scope_acc_at1": F(0),
         "acc_at1": F(1, 2),
         "acc_atk": F(1),
         "token_f1_micro_top1": F(4, 7),
@@ -143,6 +179,7 @@ GOLDEN = {
     "family=narrative": {
         "n_chains": 2,
         "n_turns": 5,
+        "scope_acc_at1": F(1, 3),
         "acc_at1": F(2, 5),
         "acc_atk": F(2, 5),
         "token_f1_micro_top1": F(4, 12),
@@ -156,9 +193,11 @@ GOLDEN = {
         "drift_rate_given_present_atk": F(1, 2),
         "drift_rate_given_error_at1": F(1, 3),
     },
+    "length=2": {"scope_acc_at1": F(0)},
     "length=3": {
         "n_chains": 1,
         "n_turns": 2,
+        "scope_acc_at1": F(0),
         "acc_at1": F(0),
         "strict_chain_acc_at1": F(0),
         "avg_chain_turn_acc_at1": F(0),
@@ -169,6 +208,7 @@ GOLDEN = {
         "token_f1_micro_top1": F(0),
     },
     "length=4": {
+        "scope_acc_at1": F(1, 2),
         "acc_at1": F(2, 3),
         "avg_chain_turn_acc_at1": F(2, 3),
         "final_turn_acc_at1": F(1),
@@ -178,6 +218,7 @@ GOLDEN = {
     "followup_pos=1": {
         "n_chains": 4,
         "n_turns": 4,
+        "scope_acc_at1": F(1, 3),
         "acc_at1": F(2, 4),
         "acc_atk": F(3, 4),
         "present_available_rate": F(3, 4),
@@ -186,6 +227,7 @@ GOLDEN = {
     },
     "followup_pos=2": {
         "n_turns": 2,
+        "scope_acc_at1": F(0),
         "acc_at1": F(0),
         "present_available_rate": F(1, 2),
         "drift_rate_given_present_at1": F(1),
@@ -250,6 +292,7 @@ def test_omitted_rows(golden: pa.Table) -> None:
     assert ("followup_pos=3", "drift_rate_given_present_at1") not in got
     assert ("followup_pos=3", "drift_rate_given_present_atk") not in got
     assert ("followup_pos=3", "drift_rate_given_error_at1") not in got
+    assert ("followup_pos=3", "scope_acc_at1") not in got, "no scope-dependent turn there"
     assert ("length=2", "drift_rate_given_present_at1") in got
     assert not any(math.isnan(v) for v in got.values())
 
@@ -267,12 +310,54 @@ def test_counts_and_denominators(golden: pa.Table) -> None:
     overall = rows[("overall", "acc_at1")]
     assert (overall["n_turns"], overall["n_chains"], overall["denominator"]) == (7, 4, 7)
     assert rows[("overall", "drift_rate_given_present_at1")]["denominator"] == 3
+    assert rows[("overall", "scope_acc_at1")]["denominator"] == 4
+    assert rows[("family=narrative", "scope_acc_at1")]["denominator"] == 3
     assert rows[("overall", "drift_rate_given_error_at1")]["denominator"] == 4
     assert rows[("overall", "final_turn_acc_at1")]["denominator"] == 4
     assert rows[("overall", "token_f1_micro_top1")]["denominator"] == 19
     assert rows[("followup_pos=2", "acc_at1")]["n_chains"] == 2
     count = rows[("overall", "n_turns")]
     assert (count["value"], count["ci_low"], count["denominator"]) == (7.0, None, None)
+
+
+def test_scope_accuracy_is_acc_at1_over_the_scope_dependent_turns_only() -> None:
+    """Right on every turn that states its scope, wrong on every one that needs it: the paper's
+    Acc@1 is high, the headline 0; its denominator is the scope-dependent turns."""
+    rows = [
+        turn(f"c{c}", "scope_switch", 3, i, ok1=i == 1, scope=i == 2, present=True)
+        for c in range(6)
+        for i in (1, 2)
+    ]
+    metrics = compute_metrics(table(rows), bootstrap=100, seed=0)
+    got = {(r["stratum"], r["metric"]): r for r in metrics.to_pylist()}
+    scope, acc = got[("overall", "scope_acc_at1")], got[("overall", "acc_at1")]
+    assert (scope["value"], scope["ci_low"], scope["ci_high"], scope["denominator"]) == (
+        0.0, 0.0, 0.0, 6,
+    )  # fmt: skip
+    assert (acc["value"], acc["denominator"]) == (0.5, 12)
+    assert ("followup_pos=1", "scope_acc_at1") not in got, "no scope-dependent turn there"
+    assert got[("followup_pos=2", "scope_acc_at1")]["denominator"] == 6
+    assert consistency_problems(metrics) == []
+    flipped = [{**r, "correct_at1": r["scope_dependent"], "correct_atk": r["scope_dependent"]}
+               for r in rows]  # fmt: skip
+    assert values(compute_metrics(table(flipped), bootstrap=0))[("overall", "scope_acc_at1")] == 1
+
+
+def test_scope_accuracy_interval_resamples_chains() -> None:
+    """Half the chains right on their scope-dependent turn: a real interval around 0.5."""
+    rows = [
+        turn(f"c{c:02d}", "carryover", 2, 1, ok1=c % 2 == 0, scope=True, present=True)
+        for c in range(40)
+    ]
+    metrics = compute_metrics(table(rows), bootstrap=400, seed=2)
+    row = next(r for r in metrics.to_pylist() if r["metric"] == "scope_acc_at1")
+    assert row["value"] == 0.5 and row["ci_low"] < 0.4 and row["ci_high"] > 0.6
+    assert metrics.equals(compute_metrics(table(rows[::-1]), bootstrap=400, seed=2))
+
+
+def test_scope_dependent_column_is_required() -> None:
+    with pytest.raises(ValueError, match="scope_dependent"):
+        compute_metrics(table(golden_rows()).drop_columns(["scope_dependent"]), bootstrap=0)
 
 
 def test_errored_turn_counts_as_wrong() -> None:
@@ -330,6 +415,7 @@ def synthetic(n_chains: int, *, seed: int = 0, offset: int = 0) -> pa.Table:
             "drift_atk": driftk,
             "drift_eligible": eligible,
             "present_available": eligible | (rng.random(len(chain)) < 0.3),
+            "scope_dependent": eligible | (rng.random(len(chain)) < 0.2),
             "error": error,
             "tok_tp": tp,
             "tok_pred": pred,
@@ -527,7 +613,7 @@ def test_reference_json(golden: pa.Table) -> None:
     assert list(gold["by_length"]) == ["2", "3", "4"]
     assert list(gold["by_followup_pos"]) == ["1", "2", "3"]
     for m in [gold["overall"], *gold["by_length"].values(), *gold["by_followup_pos"].values()]:
-        assert list(m) == list(METRICS)
+        assert list(m) == list(REFERENCE_METRICS), "the reference's keys, no headline"
         assert isinstance(m["n_chains"], int) and isinstance(m["n_turns"], int)
     assert gold["overall"]["acc_at1"] == pytest.approx(3 / 7)
     assert gold["overall"]["n_turns"] == 7

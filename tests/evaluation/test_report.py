@@ -1,0 +1,95 @@
+"""The leaderboard and the report lead with the headline and print n beside every figure."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pytest
+
+from chronoscope_dagster.evaluation.comparison import COMPARISONS_SCHEMA, compare_models
+from chronoscope_dagster.evaluation.prompts import Setting
+from chronoscope_dagster.evaluation.report import (
+    HEADLINE,
+    LEADERBOARD_SCHEMA,
+    comparisons_markdown,
+    leaderboard_table,
+    markdown_tables,
+    render_html,
+    render_markdown,
+)
+from tests.evaluation.test_reference_scope import metrics, scored
+
+MODELS = ("oracle", "present_day", "scope_blind")
+SETTINGS = (Setting.GOLD_CONTEXT, Setting.QUESTIONS_ONLY, Setting.EXPLICIT_SCOPE)
+
+
+def keyed(table: pa.Table, **keys: str) -> pa.Table:
+    for position, (name, value) in enumerate(keys.items()):
+        table = table.add_column(position, name, pa.array([value] * table.num_rows))
+    return table
+
+
+@pytest.fixture(scope="module")
+def every() -> pa.Table:
+    return pa.concat_tables(
+        keyed(metrics(model, setting), model=model, setting=setting.value)
+        for model in MODELS
+        for setting in SETTINGS
+    )
+
+
+def test_the_leaderboard_leads_with_the_headline_and_its_n(every):
+    assert next(iter(HEADLINE)) == "scope_acc_at1"
+    metric_columns = [
+        n for n in LEADERBOARD_SCHEMA.names if n not in ("subset", "model", "setting", "variant")
+    ]
+    assert metric_columns[:4] == ["scope_acc_at1", "scope_acc_at1_ci_low", "scope_acc_at1_ci_high",
+                                  "scope_acc_at1_n"]  # fmt: skip
+    board = {(r["model"], r["setting"]): r for r in leaderboard_table(every).to_pylist()}
+    assert len(board) == len(MODELS) * len(SETTINGS)
+    blind = board[("scope_blind", "gold_context")]
+    assert (blind["scope_acc_at1"], blind["scope_acc_at1_n"]) == (0.0, 3)
+    assert (blind["acc_at1"], blind["acc_at1_n"], blind["n_turns"]) == (0.4, 5, 5)
+    assert board[("scope_blind", "explicit_scope")]["scope_acc_at1"] == 1.0
+    assert board[("oracle", "questions_only")]["scope_acc_at1"] == 1.0
+    assert board[("oracle", "gold_context")]["final_turn_acc_at1_n"] == 3
+
+
+def test_every_figure_of_the_tables_has_its_n(every):
+    tables = markdown_tables(every)
+    assert list(tables)[:2] == ["headline", "headline_by_family"]
+    headline = tables["headline"]
+    assert "| scope_blind | Gold context | 0.000 [0.000, 0.000] | 3 | 0.400 [" in headline
+    assert "| scope_blind | Explicit scope | 1.000 [1.000, 1.000] | 3 |" in headline
+    figures = re.compile(r"(?<![\[\d.])\d\.\d{3}(?![\d\]])")
+    for name in ("headline_by_family", "table3", "table4", "table8", "table9"):
+        for line in tables[name].splitlines()[2:]:
+            for cell in line.strip("|").split(" | ")[1:]:
+                if figures.search(cell):
+                    assert re.fullmatch(r"\d\.\d{3} \(n=\d+\)", cell.strip()), (name, cell)
+    assert "| oracle | 1.000 (n=3) | 1.000 (n=5) |" in tables["table3"]
+
+
+def test_comparisons_show_their_n():
+    a, b = scored("oracle", Setting.GOLD_CONTEXT), scored("scope_blind", Setting.GOLD_CONTEXT)
+    table = compare_models(a, b, bootstrap=0)
+    keys = {"setting": "gold_context", "model": "oracle", "baseline": "scope_blind"}
+    for position, (name, value) in enumerate(keys.items()):
+        table = table.add_column(position, name, pa.array([value] * table.num_rows))
+    text = comparisons_markdown(table.cast(COMPARISONS_SCHEMA))
+    lines = text.splitlines()
+    assert lines[0].startswith("| setting | A vs B | metric | n | A | B |")
+    assert lines[2].startswith("| Gold context | oracle vs scope_blind | Scope Acc@1 | 3 | 1.000 |")
+
+
+def test_the_report_opens_with_the_headline_and_says_what_it_measures(every):
+    markdown = render_markdown(every, [], {"models": ", ".join(MODELS)})
+    headline = markdown.index("## Headline")
+    assert headline < markdown.index("## Main results")
+    section = markdown[headline : markdown.index("## Main results")]
+    assert "scope-dependent" in section and "comparison with the paper" in section
+    assert "`scope_blind`" in section and "n" in section
+    page = render_html(markdown)
+    assert "<h2>Headline" in page and "comparison with the paper" in page
+    assert page.index("<h2>Headline") < page.index("<h2>Main results")
