@@ -25,7 +25,7 @@ EXPECTED_ASSETS = {
     "turns": (sorted(f"family_{family}" for family in FAMILIES), "chains", None),
     "chains": (["turns"], "chains", None),
     "benchmark_stats": (["chains", "turns"], "chains", None),
-    "eval_sample": (["chains"], "chains", None),
+    "eval_sample": (["chains", "turns"], "chains", None),
     "benchmark_jsonl": (["turns"], "chains", None),
     "predictions": (["eval_sample", "turns"], "evaluation", "model x setting"),
     "metrics": (["predictions"], "evaluation", "model x setting"),
@@ -54,6 +54,7 @@ EXPECTED_CHECKS = {
     ("turns", "turns_no_repeated_questions"),
     ("turns", "turns_families_score_their_kind"),
     ("benchmark_stats", "benchmark_stats_balanced"),
+    ("eval_sample", "eval_sample_scope_dependent_turns"),
     ("turns", "turns_gold_valid_at_scope"),
     ("turns", "turns_golds_decided_by_facts"),
     ("turns", "turns_expectations"),
@@ -70,7 +71,11 @@ EXPECTED_CHECKS = {
     ("paraphrase_metrics", "metrics_in_range_and_consistent"),
     ("probe_corpus", "probe_corpus_valid"),
 }
-NON_BLOCKING_CHECKS = {"predictions_without_errors", "benchmark_stats_balanced"}
+NON_BLOCKING_CHECKS = {
+    "predictions_without_errors",
+    "benchmark_stats_balanced",
+    "eval_sample_scope_dependent_turns",
+}
 
 
 def _partitions_name(partitions: dg.PartitionsDefinition | None) -> str | None:

@@ -39,11 +39,13 @@ from chronoscope_dagster.chains.shard_files import (
     write_shard_families,
 )
 from chronoscope_dagster.chains.stats import (
+    DEFAULT_PER_FAMILY,
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
     benchmark_stats_sql,
     eval_sample_sql,
     paper_table2,
+    scope_dependent_target,
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
@@ -390,11 +392,13 @@ class SampleConfig(dg.Config):
     minutes on 2 cores; raise it (`chronoscope run --per-stratum N`) for real models."""
 
     per_stratum: int = Field(
-        default=8,
+        default=DEFAULT_PER_FAMILY,
         ge=1,
         description="Chains per family (the stratum is the family; lengths take turns within "
-        "it). A family whose chains are long gets fewer, so that no family supplies more than "
-        "20% of the scored turns.",
+        "it, chains with more scope-dependent scored turns first). A family whose chains are "
+        "long gets fewer, so that no family supplies more than 20% of the scored turns; chains "
+        "with scope-dependent scored turns are added until the sample holds 150 of them (the "
+        "headline's n; at fewer chains a family, its share of 150).",
     )
     self_conditioned_per_stratum: int = Field(
         default=4,
@@ -406,20 +410,24 @@ class SampleConfig(dg.Config):
 
 
 @dg.asset(
-    deps=["chains"],
+    deps=["chains", "turns"],
     group_name="chains",
     kinds={"duckdb", "parquet"},
     pool="duckdb_writer",
     description="The evaluation sample: up to N chains per family, lengths taking turns within "
-    "the family, chosen by a seeded hash of the chain id; no family supplies more than 20% of "
-    "the scored turns (where five or more families have any); the self-conditioned subset is "
-    "chosen the same way.",
+    "the family, chains with more scope-dependent scored turns first, then by a seeded hash of "
+    "the chain id; then chains drawn for their scope-dependent scored turns (fewest scored "
+    "turns per such turn first, families taking turns) until the sample holds 150 of them at "
+    "the default size (the n of the headline scope_acc_at1); no family supplies more than 20% "
+    "of the scored turns (where five or more families have any); the self-conditioned subset "
+    "is each family's first chains, chosen the same way.",
 )
 def eval_sample(
     config: SampleConfig, warehouse: dg.ResourceParam[Warehouse], duckdb: DuckDBResource
 ) -> dg.MaterializeResult:
     sql = eval_sample_sql(
         parquet_source(warehouse.data_path("chains")),
+        parquet_source(warehouse.data_path("turns")),
         config.per_stratum,
         config.self_conditioned_per_stratum,
         config.seed,
@@ -434,20 +442,32 @@ def eval_sample(
                        count_if(in_self_conditioned),
                        coalesce(sum(scored_turns) FILTER (WHERE in_self_conditioned), 0),
                        round(100.0 * coalesce(sum(scored_turns) FILTER (WHERE in_self_conditioned), 0)
-                             / sum(sum(scored_turns) FILTER (WHERE in_self_conditioned)) OVER (), 1)
+                             / sum(sum(scored_turns) FILTER (WHERE in_self_conditioned)) OVER (), 1),
+                       sum(scope_dependent_turns), count_if(for_scope),
+                       coalesce(sum(scope_dependent_turns) FILTER (WHERE in_self_conditioned), 0)
                 FROM {sample} GROUP BY family ORDER BY family"""
         ).fetchall()
         strata = connection.execute(
             f"""SELECT family, length, count(*), count_if(in_self_conditioned)
                 FROM {sample} GROUP BY ALL ORDER BY ALL"""
         ).fetchall()
+    scope_target = scope_dependent_target(config.per_stratum)
+    scope_turns = sum(int(f[7] or 0) for f in families)
+    warehouse.write_report(
+        "eval_sample",
+        {**config.model_dump(), "scope_target": scope_target, "scope_dependent_turns": scope_turns},
+    )
     refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
         metadata={
             "dagster/row_count": rows,
             "self_conditioned": sum(s[3] for s in strata),
             "scored_turns": sum(int(f[2] or 0) for f in families),
+            "scope_dependent_turns": scope_turns,
+            "scope_target": scope_target,
+            "chains_for_scope": sum(int(f[8] or 0) for f in families),
             "self_conditioned_scored_turns": sum(int(f[5] or 0) for f in families),
+            "self_conditioned_scope_dependent_turns": sum(int(f[9] or 0) for f in families),
             "by_family": dg.MetadataValue.md(
                 markdown_table(
                     [
@@ -458,6 +478,9 @@ def eval_sample(
                         "self-conditioned chains",
                         "their scored turns",
                         "%",
+                        "scope-dependent scored turns",
+                        "chains drawn for them",
+                        "self-conditioned scope-dependent",
                     ],
                     families,
                 )

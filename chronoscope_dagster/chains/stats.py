@@ -101,63 +101,131 @@ def paper_table2() -> dict[str, dict[str, float]]:
 MAX_FAMILY_SHARE = 0.2
 """No family supplies more than this share of the sample's scored turns (where at least five
 families have scored turns; with fewer the rule cannot hold and no cap is applied)."""
+DEFAULT_PER_FAMILY = 8
+"""The evaluation sample's default size in chains a family (``per_family``)."""
+SCOPE_DEPENDENT_MINIMUM = 150
+"""Scope-dependent scored turns the sample holds at its default size: the n of the headline
+``scope_acc_at1`` (a 95% interval of about +-0.08 at worst)."""
+
+
+def scope_dependent_target(per_family: int) -> int:
+    """The scope-dependent scored turns a sample of ``per_family`` chains a family is drawn to
+    hold: ``SCOPE_DEPENDENT_MINIMUM`` from the default size up, its share of it below."""
+    share = -(-SCOPE_DEPENDENT_MINIMUM * max(int(per_family), 0) // DEFAULT_PER_FAMILY)
+    return min(SCOPE_DEPENDENT_MINIMUM, share)
+
+
+SAMPLE_COLUMNS = ("chain_id", "family", "length", "stratum_rank", "family_rank", "scored_turns",
+                  "scope_dependent_turns")  # fmt: skip
 
 
 def eval_sample_sql(
     chains: str,
+    turns: str,
     per_family: int,
     self_per_family: int,
     seed: int,
     *,
     max_share: float = MAX_FAMILY_SHARE,
     first_scored_turn: int = 1,
+    scope_target: int | None = None,
 ) -> str:
-    """Up to ``per_family`` chains of each family, then the self-conditioned subset, its first
-    ``self_per_family`` chains, both under the ``max_share`` rule (``_capped``).
+    """Up to ``per_family`` chains of each family, then chains drawn for their scope-dependent
+    scored turns until the sample holds ``scope_target`` of them (by default
+    ``scope_dependent_target(per_family)``; ``_drawn``), all under the ``max_share`` rule (``_capped``); then the self-conditioned
+    subset: the first ``self_per_family`` chains of each family of the sample, under the same
+    rule.
 
-    Within a family, chains are ranked by a seeded hash of the id inside each length stratum
-    and the strata take turns (every length's first chain, by length, then every length's
-    second, ...), so a family with many lengths does not take more chains, only a spread of
-    lengths. Families weigh equally in chains; scored turns (turn index >=
-    ``first_scored_turn``) are capped per family because chain lengths differ by family."""
+    Within a family, chains are ranked inside each length stratum by their scope-dependent
+    scored turns (``turns.scope_dependent`` from ``first_scored_turn`` on), most first, then by
+    a seeded hash of the id, and the strata take turns (every length's first chain, by length,
+    then every length's second, ...), so a family with many lengths does not take more chains,
+    only a spread of lengths. Families weigh equally in chains; scored turns (turn index >=
+    ``first_scored_turn``) are capped per family because chain lengths differ by family.
+    Columns: ``SAMPLE_COLUMNS``, ``for_scope`` (drawn beyond ``per_family`` for its
+    scope-dependent turns) and ``in_self_conditioned``."""
     first = int(first_scored_turn)
     ordered = f"""
         SELECT chain_id, family, length, stratum_rank,
                row_number() OVER (PARTITION BY family ORDER BY stratum_rank, length, chain_id)
                    AS family_rank,
-               greatest(length - {first}, 0) AS scored_turns
+               greatest(length - {first}, 0) AS scored_turns, scope_dependent_turns
         FROM (
-            SELECT chain_id, family, length,
-                   row_number() OVER (PARTITION BY family, length
-                                      ORDER BY sha256('{int(seed)}:' || chain_id), chain_id)
+            SELECT c.chain_id, c.family, c.length,
+                   coalesce(d.turns, 0) AS scope_dependent_turns,
+                   row_number() OVER (PARTITION BY c.family, c.length
+                                      ORDER BY coalesce(d.turns, 0) DESC,
+                                               sha256('{int(seed)}:' || c.chain_id), c.chain_id)
                        AS stratum_rank
-            FROM {chains}
+            FROM {chains} c
+            LEFT JOIN (SELECT chain_id, count(*) AS turns FROM {turns}
+                       WHERE scope_dependent AND turn_index >= {first} GROUP BY chain_id) d
+                USING (chain_id)
         )"""
-    sample = _capped(ordered, int(per_family), max_share)
-    chosen = (
-        f"SELECT chain_id, family, length, stratum_rank, family_rank, scored_turns FROM ({sample})"
-    )
-    subset = _capped(chosen, int(self_per_family), max_share)
+    target = scope_dependent_target(per_family) if scope_target is None else int(scope_target)
+    sample = _capped(_drawn(ordered, int(per_family), target), max_share)
+    chosen = f"SELECT {', '.join(SAMPLE_COLUMNS)} FROM ({sample})"
+    subset = _capped(_drawn(chosen, int(self_per_family), 0), max_share)
     return f"""
     WITH self_conditioned AS ({subset})
-    SELECT s.chain_id, s.family, s.length, s.stratum_rank, s.family_rank, s.scored_turns,
+    SELECT {", ".join(f"s.{name}" for name in SAMPLE_COLUMNS)},
+           s.family_rank > {int(per_family)} AS for_scope,
            c.chain_id IS NOT NULL AS in_self_conditioned
     FROM ({sample}) s LEFT JOIN self_conditioned c USING (chain_id)
     ORDER BY s.family, s.family_rank
     """
 
 
-def _capped(ordered: str, limit: int, max_share: float) -> str:
-    """The first ``limit`` chains of each family in ``ordered`` (by ``family_rank``), each
-    family then cut to at most ``cap`` cumulative scored turns: ``cap`` is the largest value at
-    which no family supplies more than ``max_share`` of the kept scored turns, no cut where no
-    value allows it (too few families). Cutting only the tails of the families that weigh
-    too much keeps the others' chain counts equal."""
+def sample_scope_turns_sql(sample: str, turns: str, first_scored_turn: int = 1) -> str:
+    """Per family of the evaluation sample, its scope-dependent scored turns, counted from
+    ``turns`` (not from the sample's own column)."""
+    return f"""
+    SELECT s.family,
+           count_if(t.scope_dependent AND t.turn_index >= {int(first_scored_turn)}) AS turns
+    FROM {sample} s JOIN {turns} t USING (chain_id)
+    GROUP BY s.family ORDER BY s.family"""
+
+
+def _drawn(ordered: str, limit: int, scope_target: int) -> str:
+    """The first ``limit`` chains of each family in ``ordered`` (by ``family_rank``), then,
+    while they hold fewer than ``scope_target`` scope-dependent scored turns, further chains
+    that have some, cheapest first: fewest scored turns per scope-dependent one, then most
+    scope-dependent turns, families taking turns (each family's next such chain by
+    ``family_rank``), so the sample grows by as few scored turns as it can and not in one
+    family."""
+    return f"""
+    WITH ordered AS ({ordered}),
+    base AS (SELECT * FROM ordered WHERE family_rank <= {int(limit)}),
+    extra AS (
+        SELECT *, sum(scope_dependent_turns) OVER (
+                      ORDER BY scored_turns / scope_dependent_turns, scope_dependent_turns DESC,
+                               round, family, family_rank
+                      ROWS UNBOUNDED PRECEDING) AS running
+        FROM (
+            SELECT *, row_number() OVER (PARTITION BY family, scored_turns, scope_dependent_turns
+                                         ORDER BY family_rank) AS round
+            FROM ordered WHERE family_rank > {int(limit)} AND scope_dependent_turns > 0
+        )
+    )
+    SELECT {", ".join(SAMPLE_COLUMNS)} FROM base
+    UNION ALL
+    SELECT {", ".join(SAMPLE_COLUMNS)} FROM extra
+    WHERE running - scope_dependent_turns
+          < {int(scope_target)} - (SELECT coalesce(sum(scope_dependent_turns), 0) FROM base)
+    """
+
+
+def _capped(pool: str, max_share: float) -> str:
+    """The chains of ``pool``, each family cut to at most ``cap`` cumulative scored turns (by
+    ``family_rank``): ``cap`` is the largest value at which no family supplies more than
+    ``max_share`` of the kept scored turns, no cut where no value allows it (too few
+    families). Cutting only the tails of the families that weigh too much keeps the others'
+    chain counts equal."""
     return f"""
     WITH pool AS (
         SELECT *, sum(scored_turns) OVER (PARTITION BY family ORDER BY family_rank)
                       AS cumulative
-        FROM ({ordered}) WHERE family_rank <= {int(limit)}
+        FROM ({pool})
     ), kept AS (
         SELECT c.cap, p.family, max(p.cumulative) AS turns
         FROM (SELECT DISTINCT cumulative AS cap FROM pool) c
@@ -167,7 +235,7 @@ def _capped(ordered: str, limit: int, max_share: float) -> str:
         SELECT cap FROM kept GROUP BY cap
         HAVING max(turns) <= {float(max_share)} * sum(turns) AND sum(turns) > 0
     )
-    SELECT chain_id, family, length, stratum_rank, family_rank, scored_turns FROM pool
+    SELECT {", ".join(SAMPLE_COLUMNS)} FROM pool
     WHERE cumulative <= coalesce((SELECT max(cap) FROM feasible), (SELECT max(cumulative) FROM pool))
     """
 

@@ -11,9 +11,13 @@ from chronoscope_dagster.chains.audit import (
 from chronoscope_dagster.chains.determinism import differing_by_year
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.stats import (
+    DEFAULT_PER_FAMILY,
+    SCOPE_DEPENDENT_MINIMUM,
     balance_misses,
     missing_defining_kind_sql,
     repeated_questions_sql,
+    sample_scope_turns_sql,
+    scope_dependent_target,
 )
 from chronoscope_dagster.checks.expectations import (
     GE_SAMPLE_ROWS,
@@ -112,6 +116,39 @@ def benchmark_stats_balanced(warehouse: dg.ResourceParam[Warehouse]) -> dg.Asset
         passed=not misses,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"misses": dg.MetadataValue.json(misses)},
+    )
+
+
+@dg.asset_check(
+    asset="eval_sample",
+    blocking=False,
+    description="The evaluation sample holds enough scope-dependent scored turns for the "
+    f"headline scope_acc_at1: {SCOPE_DEPENDENT_MINIMUM} at the default size "
+    f"({DEFAULT_PER_FAMILY} chains a family), its share at a smaller one (a warning: the "
+    "benchmark may not have the chains, or the 20% family cap may cut them).",
+)
+def eval_sample_scope_dependent_turns(
+    warehouse: dg.ResourceParam[Warehouse],
+) -> dg.AssetCheckResult:
+    try:
+        per_family = int(warehouse.read_report("eval_sample")["per_stratum"])
+    except FileNotFoundError:
+        per_family = DEFAULT_PER_FAMILY
+    target = scope_dependent_target(per_family)
+    with warehouse.connect(views=True) as connection:
+        by_family = dict(
+            connection.execute(sample_scope_turns_sql("eval_sample", "turns")).fetchall()
+        )
+    found = sum(by_family.values())
+    return dg.AssetCheckResult(
+        passed=found >= target,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "scope_dependent_turns": found,
+            "wanted": target,
+            "per_stratum": per_family,
+            "by_family": dg.MetadataValue.json(by_family),
+        },
     )
 
 
