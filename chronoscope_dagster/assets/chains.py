@@ -278,9 +278,9 @@ class ChainSourceConfig(dg.Config):
             deps=[f"family_{family}" for family in FAMILIES],
             group_name="chains",
             kinds={"duckdb", "parquet"},
-            description="Every turn of every chain, all families and snapshot years merged; a "
-            "chain generated from several snapshots (same content, same id) is kept once, from "
-            "the earliest snapshot.",
+            description="Every turn of every chain, all families and snapshot years merged; "
+            "one chain per item (family, turn 1's subject and property), from the latest "
+            "snapshot that generated one.",
         ),
         dg.AssetSpec(
             "chains",

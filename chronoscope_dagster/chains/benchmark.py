@@ -1,6 +1,6 @@
-"""The benchmark's ``turns`` and ``chains``: every family of every snapshot merged, a chain
-generated from several snapshots (same content, so the same id) kept once, from the earliest,
-and the scopes the facts did not decide summed over the snapshots."""
+"""The benchmark's ``turns`` and ``chains``: every family of every snapshot merged, one chain
+per item (family, turn 1's subject and property) kept, from the latest snapshot that generated
+one, and the scopes the facts did not decide summed over the snapshots."""
 
 from __future__ import annotations
 
@@ -35,14 +35,22 @@ def family_turns_sql(warehouse: Warehouse) -> str:
 
 
 def merge_snapshots(connection: duckdb.DuckDBPyConnection, turns_sql: str) -> None:
-    """The temporary table ``merged``: the turns of ``turns_sql``, each chain from the earliest
-    snapshot that generated it (``TURNS_SQL``, ``CHAINS_SQL`` read it)."""
+    """The temporary table ``merged``: the turns of ``turns_sql``, one chain per item (a
+    family's chain about one subject and property: turn 1's), from the latest snapshot that
+    generated one. Each snapshot draws its own years for an item, so keeping every
+    snapshot's chain would ask the same item up to four times; the latest snapshot's facts
+    are the most complete (``TURNS_SQL``, ``CHAINS_SQL`` read it)."""
     connection.execute(
         f"""CREATE TEMP TABLE merged AS
         WITH all_turns AS ({turns_sql}),
-        first_snapshot AS (
-            SELECT chain_id, min(snapshot_year) AS snapshot_year FROM all_turns GROUP BY 1)
-        SELECT t.* FROM all_turns t JOIN first_snapshot USING (chain_id, snapshot_year)"""
+        items AS (
+            SELECT chain_id, family, subject_qid, pid, snapshot_year FROM all_turns
+            WHERE turn_index = 0),
+        kept AS (
+            SELECT chain_id, snapshot_year FROM items
+            QUALIFY row_number() OVER (PARTITION BY family, subject_qid, pid
+                                       ORDER BY snapshot_year DESC, chain_id) = 1)
+        SELECT t.* FROM all_turns t JOIN kept USING (chain_id, snapshot_year)"""
     )
 
 

@@ -41,6 +41,7 @@ PROPERTY_SLOTS: dict[str, frozenset[str]] = {
 GENERIC_SLOTS: dict[str, frozenset[str]] = {
     "scope_switch": frozenset({"year"}),
     "span_switch": frozenset({"year", "year2"}),
+    "throughout_switch": frozenset({"year", "year2"}),
     "narrative_last": frozenset({"year"}),
 }
 

@@ -110,7 +110,7 @@ ELLIPSIS_WORDS = frozenset(
     {
         "and", "what", "about", "how", "in", "the", "year", "years", "from", "to", "between",
         "during", "of", "period", "so", "as", "by", "for", "at", "through", "until", "then",
-        "finally", "lastly",
+        "finally", "lastly", "throughout", "whole", "entire", "time",
     }
 )  # fmt: skip
 """The words of an elliptical question ("And in 2019?", "What about from 1990 to 1995?"),

@@ -6,10 +6,12 @@ about subject A in year Y, then about the entity just given as the answer
 bridge entity and keep year Y throughout.
 
 Structure (4 turns): 1. explicit, entity: p1 of A at Y; 2.-4. implicit (no
-year), entity, at Y: the scored turns. Each is a hop, ``about_previous``: a
-bridge property of the previous turn's single answer; where no hop is
-possible, the user returns to A (``reintroduce``: names A, no year) with
-another of A's properties.
+year), entity, at Y: the scored turns. Each is a hop: a bridge property of the
+previous turn's single answer, which the question names (``cross_entity``:
+"And for Google, who was the CEO at the time?"; a pronoun after an answer of
+the subject's kind could mean either); where no hop is possible, the user
+returns to A (``reintroduce``: names A, no year) with another of A's
+properties.
 
 Rule: for each (subject A, property p1) of ``BRIDGES`` and each whole-year
 anchor Y (1950 to the snapshot year) where A's gold for p1 is exactly one
@@ -21,10 +23,9 @@ property (``BRIDGES``) that the entity really has at Y (a decided gold;
 names no entity already in the chain; else a return to A with a property not
 yet asked of A whose gold at Y is labelled and shares nothing with the
 previous answer. The most scope-sensitive options are drawn first
-(drift-eligible, then scope-sensitive, ``common``); one turn of a chain may be
-context whose gold does not depend on the year (a timeless fact is recorded
-with no anchor: it holds at every year), never the chain's only kind of
-scored turn. No question repeats. A year whose chain does not reach 4 turns
+(drift-eligible, then scope-sensitive, ``common``); every scored turn depends
+on the year (a timeless fact, such as a company's country, is never asked: it
+would be answered without the scope). No question repeats. A year whose chain does not reach 4 turns
 is not used (``too_short``), nor one with fewer than ``MIN_DRIFTING``
 drift-eligible scored turns (``scope_insensitive``: composing is tested
 against the present-day shortcut); Y is drawn among the years with the most
@@ -116,11 +117,10 @@ def _chain(
         turn = None
         if step is not None:
             entity, asked_pid, slot = step
-            values = {"subject": name} if slot == "reintroduce" else {}
-            question = fresh_question(templates, rng, asked_pid, (slot,), asked, **values)
+            named = name if slot == "reintroduce" else facts.subject_name(entity)
+            question = fresh_question(templates, rng, asked_pid, (slot,), asked, subject=named)
             if question is not None:
-                scope = None if facts.is_timeless(entity, asked_pid) else anchor
-                turn = facts.turn(question, entity, asked_pid, scope, explicit=False)
+                turn = facts.turn(question, entity, asked_pid, anchor, explicit=False)
         if turn is None:
             facts.refuse(subject, pid, anchor, "too_short")
             return None
@@ -138,7 +138,7 @@ def _next(
     seen = {turn.subject_qid for turn in turns} | {q for turn in turns for q in turn.gold_qids}
     entity = previous.gold_qids[0] if len(previous.gold_qids) == 1 else None
     hops = [
-        (entity, bridged, "about_previous")
+        (entity, bridged, "cross_entity")
         for bridged in BRIDGES.get(previous.pid, ())
         if entity is not None
         and facts.subject_name(entity) is not None
@@ -151,14 +151,11 @@ def _next(
         for other in facts.pids_by_subject.get(subject, ())
         if other not in asked_of_subject
         and askable(facts, templates, subject, other)
-        and _fresh_gold(facts, subject, other, anchor, set(previous.gold_qids))
+        and _fresh_gold(facts, subject, other, anchor, seen)
     ]
-    context_used = any(
-        not sensitivity(facts, turn.subject_qid, turn.pid, turn.scope_anchor) for turn in turns[1:]
-    )
     for options in (hops, backs):
         ranks = [sensitivity(facts, entity, pid, anchor) for entity, pid, _ in options]
-        if options and (any(ranks) or not context_used):
+        if any(ranks):
             return rng.choice(
                 [o for o, rank in zip(options, ranks, strict=True) if rank == max(ranks)]
             )

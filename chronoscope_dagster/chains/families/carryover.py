@@ -12,8 +12,10 @@ Rule: for each subject and each property p that has a complement q in
 P131<->P17, P488->P169) held by the same subject, the candidate years Y are
 those where both have a verbalizable gold and q's gold depends on the year
 (``common``: scope-sensitive, preferably drift-eligible, whose tier decides),
-and turn 2 can only refer to the subject (``common.refers_cleanly``: turn 1's
-answer is not of the subject's kind). Y is drawn from the item's generator
+turn 2 can only refer to the subject (``common.refers_cleanly``: turn 1's
+answer is not of the subject's kind), and the two golds share no value (a
+head of state who also heads the government would make turn 2 a copy of
+turn 1: ``common.answered_apart``). Y is drawn from the item's generator
 among the best tier. Turn 1 asks ``explicit_year`` of p at Y, turn 2
 ``followup`` of q; both golds are the values valid at any time in Y. Timeless
 pairs are not asked: their follow-up does not depend on the year.

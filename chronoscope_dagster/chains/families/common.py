@@ -135,7 +135,7 @@ def best_tier(
     return [option for option, found in tiered if found == best]
 
 
-def refers_cleanly(
+def clear_pronoun(
     facts: SnapshotFacts, templates: Templates, subject: str, pid: str, previous_answer: str | None
 ) -> bool:
     """Whether an implicit question of ``pid`` about ``subject``, not named, asked after the
@@ -144,11 +144,33 @@ def refers_cleanly(
     if previous_answer in (None, subject):
         return True
     person = facts.is_person(subject)
-    if facts.is_person(previous_answer) == (
+    return facts.is_person(previous_answer) != (
         _assumes_person(templates, pid) if person is None else person
-    ):
-        facts.refuse(subject, pid, previous_answer, "ambiguous_reference")
-        return False
+    )
+
+
+def refers_cleanly(
+    facts: SnapshotFacts, templates: Templates, subject: str, pid: str, previous_answer: str | None
+) -> bool:
+    """``clear_pronoun``; if not, the pair is refused as ``ambiguous_reference``."""
+    if clear_pronoun(facts, templates, subject, pid, previous_answer):
+        return True
+    facts.refuse(subject, pid, previous_answer, "ambiguous_reference")
+    return False
+
+
+def answered_apart(
+    facts: SnapshotFacts, subject: str, pids: Sequence[str], anchor: str | None
+) -> bool:
+    """Whether the golds of ``pids`` for ``subject`` at ``anchor`` share no value: one person
+    heading both state and government, or chairing the company they run, would make the
+    second answer a copy of the first."""
+    seen: set[str] = set()
+    for pid in pids:
+        gold = facts.gold(subject, pid, anchor)
+        if gold is None or seen & set(gold.qids):
+            return False
+        seen.update(gold.qids)
     return True
 
 
@@ -208,6 +230,7 @@ def carryover_chains(
                     if refers_cleanly(
                         facts, templates, subject, other, answer_of(facts, subject, pid, str(year))
                     )
+                    and answered_apart(facts, subject, (pid, other), str(year))
                 ],
                 (subject, other),
             )

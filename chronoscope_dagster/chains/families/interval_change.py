@@ -4,13 +4,16 @@ What it tests: a yes/no comparison of two explicit years, then updates to a
 new year and implicit follow-ups under it; the model must compare scopes,
 answer for the updated year, and keep it for the follow-up.
 
-Structure (5 or 6 turns; 5 with probability ``SHORT_SHARE``):
+Structure (4 to 6 turns):
 1. explicit, yes/no: did p differ in y1 from y0 (span y0..y1)?
 2. explicit update (``scope_switch``), entity: p at y1;
 3. implicit (no subject, no year), entity: another property r at y1;
 4. explicit, yes/no: did p differ in y2 from y1 (span y1..y2)? (scored)
-5. explicit update, entity: p at y2;
-6. implicit, entity: r at y2, whose gold differs from r's at y1.
+5. where turn 4 is "yes", explicit update, entity: p at y2 (after a "no" its
+   gold would be turn 2's: the conversation would answer it);
+6. after turn 5, with probability 1 - ``SHORT_SHARE``, implicit, entity: r at
+   y2, whose gold differs from r's at y1.
+No entity turn's gold shares a value with an earlier entity turn's.
 
 Rule: for each single-holder property p (``functional``: a change of value
 presupposes one value at a time) of a nameable subject with whole-year facts,
@@ -23,14 +26,17 @@ happened in between does not count). Candidates are the years y0 < y1 < y2
 with both spans usable and an r for y1: another askable property of the
 subject whose gold at y1 is verbalizable, shares nothing with p's, depends on
 the year and refers cleanly after p's answer (``common``); only pairs where
-turn 4 can be answered either way are used. The item's generator draws the
-answer of turn 4 (yes or no, evenly), then of turn 1 (evenly where both
-exist), then the years among the best tier (r drift-eligible at y1,
-``common``), then r.
+turn 4 can be answered either way are used. The item's generator draws a cell (the length
+buckets of turn 4's and turn 1's spans: 2-3, 4-6 or 7-10 years) among those
+where all four pairs of answers are possible, then both answers (yes or no,
+evenly and independently), so that neither a span's length nor the other
+answer tells one; then the years among the best tier (r drift-eligible at
+y1, ``common``), then r.
 """
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Iterator
 
@@ -54,6 +60,7 @@ FAMILY = "interval_change"
 FIRST_YEAR = 1950
 MIN_YEARS, MAX_YEARS = 2, 10
 SHORT_SHARE = 0.6
+LENGTH_BUCKETS = ((2, 3), (4, 6), (7, 10))
 
 
 def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]:
@@ -96,12 +103,10 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
             if y1 in companions
             for y2 in onward[y1]
         ]
-        if {answers[triple[1:]] for triple, _ in tiered} != {"yes", "no"}:
-            continue
         rng = rng_for(seed, FAMILY, subject, pid)
-        for part in (slice(1, 3), slice(0, 2)):
-            drawn = rng.choice(sorted({answers[triple[part]] for triple, _ in tiered}))
-            tiered = [(triple, found) for triple, found in tiered if answers[triple[part]] == drawn]
+        tiered = _balanced(rng, tiered, answers)
+        if not tiered:
+            continue
         triples = best_tier(facts, tiered, (subject, pid))
         y0, y1, y2 = rng.choice(triples)
         other = rng.choice([r for r, found in companions[y1] if found == best[y1]])
@@ -122,19 +127,58 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
             facts.turn(question, subject, asked_pid, str(year), explicit=explicit)
             for question, asked_pid, year, explicit in plan
         ]
+        if not all(entity_turns):
+            continue
+        turns = [first, *entity_turns, second]
+        answered = {qid for turn in entity_turns if turn for qid in turn.gold_qids}
         update = facts.turn(
             pick(templates, rng, pid, "scope_switch", year=y2), subject, pid, str(y2), explicit=True
         )
-        if not all(entity_turns) or update is None:
-            continue
-        turns = [first, *entity_turns, second, update]
-        if rng.random() >= SHORT_SHARE and _follows(facts, templates, subject, pid, other, y1, y2):
-            last = facts.turn(
-                fresh_followup(templates, rng, other, asked),
-                subject, other, str(y2), explicit=False,
-            )  # fmt: skip
-            turns += [last] if last else []
+        if answers[(y1, y2)] == "yes" and update and not answered & set(update.gold_qids):
+            turns.append(update)
+            answered.update(update.gold_qids)
+            if rng.random() >= SHORT_SHARE and _follows(
+                facts, templates, subject, pid, other, y1, y2
+            ):
+                last = facts.turn(
+                    fresh_followup(templates, rng, other, asked),
+                    subject, other, str(y2), explicit=False,
+                )  # fmt: skip
+                if last and not answered & set(last.gold_qids):
+                    turns.append(last)
         yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
+
+
+def _balanced(
+    rng: random.Random,
+    tiered: list[tuple[tuple[int, int, int], int]],
+    answers: dict[tuple[int, int], str],
+) -> list[tuple[tuple[int, int, int], int]]:
+    """The triples of a drawn cell (the length buckets of turn 4's and turn 1's spans) and
+    drawn answers of both, the cell among those where all four pairs of answers are
+    possible, each answer evenly: neither a span's length nor the other answer tells one."""
+    cells: dict[tuple[int, int], set[tuple[str, str]]] = defaultdict(set)
+    for triple, _ in tiered:
+        cells[_cell(triple)].add((answers[triple[1:]], answers[triple[:2]]))
+    eligible = sorted(cell for cell, found in cells.items() if len(found) == 4)
+    if not eligible:
+        return []
+    cell = rng.choice(eligible)
+    wanted = (rng.choice(("no", "yes")), rng.choice(("no", "yes")))
+    return [
+        (triple, found)
+        for triple, found in tiered
+        if _cell(triple) == cell and (answers[triple[1:]], answers[triple[:2]]) == wanted
+    ]
+
+
+def _cell(triple: tuple[int, int, int]) -> tuple[int, int]:
+    return _bucket(triple[1:]), _bucket(triple[:2])
+
+
+def _bucket(span: tuple[int, int]) -> int:
+    length = span[1] - span[0] + 1
+    return next(i for i, (low, high) in enumerate(LENGTH_BUCKETS) if low <= length <= high)
 
 
 def _companions(

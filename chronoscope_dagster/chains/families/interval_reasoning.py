@@ -1,41 +1,56 @@
-"""Interval reasoning: did a value hold at any time within a span of years?
+"""Interval reasoning: did a value hold throughout a span of years?
 
 What it tests: after an explicit anchor question, yes/no questions over spans
-of years that move, not single years; the model must know whether a value was
-valid anywhere in each span.
+of years that move: the paper's family verifies whether a specific fact
+remains true throughout a continuous temporal span. The model must know
+whether a value held on every day of each span.
 
 Structure (4 or 5 turns): 1. explicit, entity, year Y (the anchor); then 3 or
 4 turns (3 with probability ``SHORT_SHARE``), each explicit, yes/no, over a
 span of years different from the turn before: the scored turns. A turn about
-the same value as the one before may be asked as the generic ``span_switch``
-("And between 2016 and 2020?").
+the same value as the one before may be asked as the generic
+``throughout_switch`` ("And throughout the years 2016 to 2020?").
 
-Rule: for each (subject, property) with whole-year facts and a nameable
-subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the snapshot
-year, 2 to 10 whole years long (both ends included), both ends having a gold
-and the gold of y2 labelled. The values held in a span are the union of the
-whole-year golds of y1..y2. A "yes" value is one held in the span; a "no" value
-is one the pair held in another year but never in the span, with positive
-evidence that it did not hold there (``SnapshotFacts.never_held``: a covered
-span of a single-holder property, or the value's own statements all dated and
-outside the span). An asked value must be labelled with a label no other value
-of the pair shares. Only pairs where both answers are possible are used. The
-anchor Y is drawn among the labelled years; for each yes/no turn the item's
-generator draws the answer (yes or no, evenly, where unused options of both
-remain), then an unused (span, value) with that answer whose span differs from
-the previous turn's. A pair with fewer than 3 options is refused
-(``too_short``). Yes/no turns ask ``interval_yes_no`` (answer "yes"/"no",
-``asked_qid`` the value).
+Rule: for each (subject, property) with dated, whole-year facts and a
+nameable subject, the candidate spans are y1 < y2 with 1950 <= y1, y2 <= the
+snapshot year, 2 to 10 whole years long (both ends included). A value is
+asked about only if its label is its own among the pair's values and all its
+statements are dated. "yes": the value's statements of known start and end
+cover every day of the span. "no": the value held on some day of the span but
+not on another, decided only from complete facts: a single-holder property
+(``functional``) whose values cover the span (``SnapshotFacts.covers_years``),
+or, for a property of several values at once, the value's own statements, all
+dated, leaving a day of the span uncovered. Anything else is not asked: a span
+the value never touches would ask trivia ("throughout the 1950s?" of a
+president elected in 2009), not its term.
+
+No answer follows from the conversation: a value is not asked again over a
+span that overlaps one it was asked over; for a single-holder property, a
+value other than the anchor's answer is not asked over a span holding Y (the
+anchor says another value held then), nor a value other than one answered
+"yes" over a span overlapping that one. Within these, the answers are drawn
+evenly and do not follow from what a reader sees without the facts: the item's
+generator draws the answer of every turn (yes or no, even odds), then realizes
+them turn by turn, each from a cell drawn among those where both answers
+remain (cells group the options by what a reader sees: the value is the
+anchor's answer or not; the span's length; whether it holds Y; whether it
+overlaps the previous turn's span). A sequence that cannot be realized is cut
+to its longest realizable prefix of at least 3 turns, and is kept only where
+the opposite answers are realizable too (by a second generator): otherwise
+the sequences easier to realize (more "yes") would survive more often. A pair
+where no prefix is kept is refused (``too_short``). Yes/no turns ask ``interval_yes_no`` (answer
+"yes"/"no", ``asked_qid`` the value).
 """
 
 from __future__ import annotations
 
 import random
-from bisect import bisect_left, bisect_right
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from chronoscope_dagster.chains.facts import Gold, SnapshotFacts
+from chronoscope_dagster.chains.evidence import anchor_span, longest_gap, merge
+from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import (
     askable_pairs,
     pick,
@@ -54,39 +69,29 @@ MIN_SPAN_TURNS = 3
 SHORT_SHARE = 0.6
 
 
-def spans(facts: SnapshotFacts, years: dict[int, Gold]) -> list[tuple[int, int]]:
-    """Spans of 2 to 10 years in 1950..snapshot year, both ends with a gold, y2's labelled."""
-    ends = sorted(year for year in years if FIRST_YEAR <= year <= facts.snapshot_year)
-    return [
-        (y1, y2)
-        for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS)
-        if facts.verbalizable(years[y2].qids)
-    ]
+@dataclass(frozen=True)
+class Option:
+    """A yes/no question: the span (y1, y2), the asked value and the answer."""
+
+    span: tuple[int, int]
+    value: str
+    answer: str
 
 
 def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
     for subject, name, pid in askable_pairs(facts, templates):
+        if facts.is_timeless(subject, pid):
+            continue
         years = facts.year_golds(subject, pid)
-        askable = _askable(facts, {qid for gold in years.values() for qid in gold.qids})
-        options: dict[str, list[Option]] = {"yes": [], "no": []}
-        for span, inside in _held_in_spans(years, spans(facts, years)):
-            covered = facts.covers_years(subject, pid, *span)
-            for qid in askable:
-                if qid in inside:
-                    options["yes"].append((span, qid))
-                elif covered or facts.never_held(subject, pid, qid, *span):
-                    options["no"].append((span, qid))
-        if not options["yes"] or not options["no"]:
-            continue
-        if len(options["yes"]) + len(options["no"]) < MIN_SPAN_TURNS:
-            facts.refuse(subject, pid, None, "too_short")
-            continue
-        rng = rng_for(seed, FAMILY, subject, pid)
         anchors = sorted(
             year
             for year, gold in years.items()
             if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
         )
+        options = _options(facts, subject, pid)
+        if not anchors or {o.answer for o in options} != {"yes", "no"}:
+            continue
+        rng = rng_for(seed, FAMILY, subject, pid)
         year = rng.choice(anchors)
         first = facts.turn(
             pick(templates, rng, pid, "explicit_year", subject=name, year=year),
@@ -94,85 +99,147 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
         )  # fmt: skip
         if first is None:
             continue
-        turns = [first]
         wanted = MIN_SPAN_TURNS if rng.random() < SHORT_SHARE else MIN_SPAN_TURNS + 1
-        previous: Option | None = None
-        for _ in range(wanted):
-            drawn = _draw(rng, options, previous)
-            if drawn is None:
-                break
-            answer, ((y1, y2), value) = drawn
-            if previous is not None and previous[1] == value and rng.random() < 0.5:
-                question = pick_generic(templates, rng, "span_switch", year=y1, year2=y2)
+        answers = [rng.choice(("yes", "no")) for _ in range(wanted)]
+        draws = (rng_for(seed, FAMILY, subject, pid, "a"), rng_for(seed, FAMILY, subject, pid, "b"))
+        context = _Context(year, first.canonical_qid, pid in facts.functional)
+        asked = _symmetric(draws, options, answers, context)
+        if asked is None:
+            facts.refuse(subject, pid, None, "too_short")
+            continue
+        turns = [first]
+        for index, drawn in enumerate(asked):
+            (y1, y2), value = drawn.span, drawn.value
+            label = facts.labels[value].label
+            if index and asked[index - 1].value == value and rng.random() < 0.5:
+                question = pick_generic(templates, rng, "throughout_switch", year=y1, year2=y2)
             else:
                 question = pick(
                     templates, rng, pid, "interval_yes_no",
-                    subject=name, value=facts.labels[value].label, year=y1, year2=y2,
+                    subject=name, value=label, year=y1, year2=y2,
                 )  # fmt: skip
-            asked = (value, facts.labels[value].label)
-            turns.append(span_turn(question, pid, subject, name, (y1, y2), answer, "yes_no", asked))
-            previous = ((y1, y2), value)
-        if len(turns) > MIN_SPAN_TURNS:
-            yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
+            turns.append(
+                span_turn(
+                    question, pid, subject, name, drawn.span, drawn.answer, "yes_no",
+                    (value, label),
+                )
+            )  # fmt: skip
+        yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
 
 
-Option = tuple[tuple[int, int], str]
-"""A yes/no question: the span (y1, y2) and the asked value."""
-
-
-def _held_in_spans(
-    years: dict[int, Gold], spans: list[tuple[int, int]]
-) -> Iterator[tuple[tuple[int, int], set[str]]]:
-    """Each span (sorted by y1, then y2) with the values ``held`` in it, each y1's spans
-    grown year by year; the set is reused, so read it before the next span."""
-    start, end, inside = None, 0, set()
-    for y1, y2 in spans:
-        if y1 != start:
-            start, end, inside = y1, y1 - 1, set()
-        for year in range(end + 1, y2 + 1):
-            if year in years:
-                inside.update(years[year].qids)
-        end = y2
-        yield (y1, y2), inside
-
-
-def _draw(
-    rng: random.Random, options: dict[str, list[Option]], previous: Option | None
-) -> tuple[str, Option] | None:
-    """An answer (even odds where both remain), then an unused option with it whose span
-    differs from the previous question's; the option is used up. Options are in span order,
-    so those of the previous span are one block, skipped by index rather than copied."""
-    blocks = {answer: _span_block(found, previous) for answer, found in options.items()}
-    answers = [
-        answer
-        for answer in ("yes", "no")
-        if len(options[answer]) > blocks[answer][1] - blocks[answer][0]
+def _options(facts: SnapshotFacts, subject: str, pid: str) -> list[Option]:
+    """Every (span, value) whose answer the facts decide, in span then QID order."""
+    key = (subject, pid)
+    spans_of = facts.value_spans.get(key, {})
+    undated = facts.timeless_values.get(key, set()) | facts.unstarted_values.get(key, set())
+    values = [
+        value
+        for value in _distinctly_labelled(facts, set(spans_of))
+        if value not in undated and spans_of[value]
     ]
-    if not answers:
-        return None
-    answer = rng.choice(answers)
-    found, (low, high) = options[answer], blocks[answer]
-    index = rng.choice(range(len(found) - (high - low)))
-    return answer, found.pop(index if index < low else index + high - low)
+    held = {value: merge(spans_of[value]) for value in values}
+    ends = list(range(FIRST_YEAR, facts.snapshot_year + 1))
+    found = []
+    for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS):
+        start, end = anchor_span(f"{y1}-{y2}", facts.snapshot_year)
+        touching = [v for v in values if held[v][0][0] <= end and held[v][-1][1] >= start]
+        if not touching:
+            continue
+        decided = pid not in facts.functional or facts.covers_years(subject, pid, y1, y2)
+        for value in touching:
+            gap = longest_gap(held[value], start, end)
+            if gap == 0:
+                found.append(Option((y1, y2), value, "yes"))
+            elif gap <= end - start and decided:
+                found.append(Option((y1, y2), value, "no"))
+    return found
 
 
-def _span_block(found: list[Option], previous: Option | None) -> tuple[int, int]:
-    """Where the options of the previous question's span lie in ``found``."""
-    if previous is None:
-        return 0, 0
-    span = previous[0]
+def _distinctly_labelled(facts: SnapshotFacts, qids: set[str]) -> list[str]:
+    """The labelled values whose label no other value shares, by QID number."""
+    labelled = sorted((qid for qid in qids if qid in facts.labels), key=lambda q: int(q[1:]))
+    counts = Counter(facts.labels[qid].label.casefold() for qid in labelled)
+    return [qid for qid in labelled if counts[facts.labels[qid].label.casefold()] == 1]
+
+
+def _overlap(first: tuple[int, int], second: tuple[int, int]) -> bool:
+    return first[0] <= second[1] and second[0] <= first[1]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What the anchor turn tells: its year, its answer, and whether the property has one
+    value at a time."""
+
+    year: int
+    anchor_value: str | None
+    single: bool
+
+
+def _entailed(option: Option, asked: list[Option], context: _Context) -> bool:
+    """Whether the conversation so far answers ``option`` (see the module's rules)."""
+    for earlier in asked:
+        if earlier.value == option.value and _overlap(earlier.span, option.span):
+            return True
+        if (
+            context.single
+            and earlier.answer == "yes"
+            and earlier.value != option.value
+            and _overlap(earlier.span, option.span)
+        ):
+            return True
     return (
-        bisect_left(found, span, key=_span_of),
-        bisect_right(found, span, key=_span_of),
+        context.single
+        and option.value != context.anchor_value
+        and option.span[0] <= context.year <= option.span[1]
     )
 
 
-def _span_of(option: Option) -> tuple[int, int]:
-    return option[0]
+def _cell(option: Option, asked: list[Option], context: _Context) -> tuple:
+    """What a reader sees of an option without the facts."""
+    return (
+        option.value == context.anchor_value,
+        option.span[1] - option.span[0],
+        option.span[0] <= context.year <= option.span[1],
+        bool(asked) and _overlap(asked[-1].span, option.span),
+    )
 
 
-def _askable(facts: SnapshotFacts, qids: set[str]) -> list[str]:
-    """The labelled values whose label no other value shares, by QID number."""
-    labelled = sorted((qid for qid in qids if qid in facts.labels), key=lambda q: int(q[1:]))
-    counts = Counter(facts.labels[qid].label.casefold() for qid in qids if qid in facts.labels)
-    return [qid for qid in labelled if counts[facts.labels[qid].label.casefold()] == 1]
+def _realize(
+    rng: random.Random, options: list[Option], answers: list[str], context: _Context
+) -> list[Option] | None:
+    """Options answering ``answers`` in turn, each from a cell drawn among those where both
+    answers remain (so the cell does not tell the answer), or None where a turn has none."""
+    asked: list[Option] = []
+    for answer in answers:
+        previous = asked[-1].span if asked else None
+        cells: dict[tuple, dict[str, list[Option]]] = defaultdict(lambda: {"yes": [], "no": []})
+        for option in options:
+            if option.span != previous and not _entailed(option, asked, context):
+                cells[_cell(option, asked, context)][option.answer].append(option)
+        both = sorted(cell for cell, found in cells.items() if found["yes"] and found["no"])
+        if not both:
+            return None
+        asked.append(rng.choice(cells[rng.choice(both)][answer]))
+    return asked
+
+
+def _symmetric(
+    draws: tuple[random.Random, random.Random],
+    options: list[Option],
+    answers: list[str],
+    context: _Context,
+) -> list[Option] | None:
+    """The realization of ``answers`` (the longest of its prefixes of at least
+    ``MIN_SPAN_TURNS`` answers) by the first generator, kept only where the second also
+    realizes the opposite answers. Some answer sequences are easier to realize than others;
+    requiring both makes a chain's acceptance the same for a sequence and its opposite, so
+    the answers that survive stay even."""
+    for length in range(len(answers), MIN_SPAN_TURNS - 1, -1):
+        wanted = answers[:length]
+        opposite = ["no" if answer == "yes" else "yes" for answer in wanted]
+        first, second = (random.Random(draw.random()) for draw in draws)
+        found = _realize(first, options, wanted, context)
+        if found is not None and _realize(second, options, opposite, context) is not None:
+            return found
+    return None

@@ -10,17 +10,22 @@ turns.
 
 Rule: for each subject, its whole-year anchors are visited in an order drawn
 from the item's generator; at each year Y its askable dated properties are
-shuffled (the drift-eligible ones after the first moved ahead) and taken
-greedily: the first opens the chain, and a later one is
-kept only when its gold in Y shares no value with the golds already kept (no
-answer is correct for two turns), and it refers
-cleanly after the previous answer (``common``). A first pass keeps only
+shuffled, the least scope-sensitive moved first to open the chain (turn 1 is
+not scored) and the others ordered most scope-sensitive first, and taken
+greedily: a later one is kept only when its gold in Y shares no value with
+the golds already kept (no answer is correct for two turns, none can be
+copied from the conversation). A later turn whose pronoun could also mean the
+answer before it (``common.clear_pronoun``) names the subject instead ("And
+for Norway, who was the head of government at the time?"); its year stays
+implicit. A first pass keeps only
 drift-eligible follow-ups (today's value is wrong at Y); the first year that
 keeps at least ``MIN_TURNS`` turns is used, else a second pass accepts any
-scope-sensitive follow-up, else a third accepts one follow-up of context
-(whose gold does not depend on the year) beside a scope-sensitive one among
-the first ``MIN_TURNS`` turns. The length is drawn uniformly between
-``MIN_TURNS`` and ``min(MAX_TURNS, kept)``. Turn 1 asks ``explicit_year`` of
+scope-sensitive follow-up (its gold is not today's value, or, with none today,
+differs from another year's). A follow-up whose gold does not depend on the
+year (an instance of, a membership that still holds) is never asked: it could
+be answered without the scope. The length is drawn uniformly between
+``MIN_TURNS`` and ``min(MAX_TURNS, kept)``: the paper's chains run from 3 to 6
+turns. Turn 1 asks ``explicit_year`` of
 the first property at Y; each later turn asks ``followup`` or, with
 probability one half, ``followup_then``; no question repeats. Every gold is
 the values valid at any time in Y.
@@ -34,8 +39,8 @@ from collections.abc import Iterator
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import (
     askable,
+    clear_pronoun,
     pick,
-    refers_cleanly,
     sensitivity,
 )
 from chronoscope_dagster.chains.model import Chain, Turn
@@ -45,7 +50,7 @@ from chronoscope_dagster.chains.templates import Templates
 FAMILY = "multi_turn_chain"
 MIN_TURNS = 3
 MAX_TURNS = 6
-LEVELS = (2, 1, 0)
+LEVELS = (2, 1)
 
 
 def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
@@ -79,10 +84,7 @@ def _first_chain(
     for level in LEVELS:
         for year in years:
             turns = _turns(facts, templates, rng, subject, name, year, by_year[year], level)
-            if len(turns) >= MIN_TURNS and any(
-                sensitivity(facts, subject, turn.pid, turn.scope_anchor)
-                for turn in turns[1:MIN_TURNS]
-            ):
+            if len(turns) >= MIN_TURNS:
                 return turns
     return None
 
@@ -91,34 +93,32 @@ def _turns(
     facts: SnapshotFacts, templates: Templates, rng: random.Random, subject: str, name: str, year: int,
     pids: list[str], level: int,
 ) -> list[Turn]:  # fmt: skip
-    """Turns on ``pids`` in a drawn order: the first explicit, each later one implicit, with
-    a gold disjoint from the earlier ones, of ``sensitivity`` at least ``level`` (one of
-    level 0, context, at most), and a reference that can only mean the subject."""
+    """Turns on ``pids`` in a drawn order: the first explicit (the least scope-sensitive
+    property opens, keeping the others for the scored turns), each later one implicit, with
+    a gold disjoint from the earlier ones and of ``sensitivity`` at least ``level``; a
+    later turn whose pronoun could mean the answer before it names the subject."""
     order = list(pids)
     rng.shuffle(order)
     anchor = str(year)
-    order[1:] = sorted(order[1:], key=lambda pid: not facts.drifts(subject, pid, anchor))
+    levels = {pid: sensitivity(facts, subject, pid, anchor) for pid in order}
+    order.sort(key=lambda pid: levels[pid])
+    order[1:] = sorted(order[1:], key=lambda pid: -levels[pid])
     turns: list[Turn] = []
-    context = 0
     for pid in order:
-        if turns:
-            rank = sensitivity(facts, subject, pid, anchor)
-            if (
-                rank < level
-                or (rank == 0 and context)
-                or not refers_cleanly(facts, templates, subject, pid, turns[-1].canonical_qid)
-            ):
-                continue
+        if turns and levels[pid] < level:
+            continue
+        if not turns:
+            question = pick(templates, rng, pid, "explicit_year", subject=name, year=year)
+        elif clear_pronoun(facts, templates, subject, pid, turns[-1].canonical_qid):
             slot = "followup_then" if rng.random() < 0.5 else "followup"
             question = pick(templates, rng, pid, slot)
         else:
-            question = pick(templates, rng, pid, "explicit_year", subject=name, year=year)
+            question = pick(templates, rng, pid, "cross_entity", subject=name)
         turn = facts.turn(question, subject, pid, anchor, explicit=not turns)
         if turn is None or any(
             set(turn.gold_qids) & set(kept.gold_qids) or turn.question == kept.question
             for kept in turns
         ):
             continue
-        context += len(turns) > 0 and sensitivity(facts, subject, pid, anchor) == 0
         turns.append(turn)
     return turns
