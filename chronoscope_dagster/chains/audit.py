@@ -11,6 +11,11 @@ from __future__ import annotations
 from chronoscope_dagster.chains.evidence import MAX_GAP_DAYS
 from chronoscope_dagster.truth.intervals import span_end_sql, span_start_sql
 
+KNOWN = "NOT i.start_unknown AND NOT (i.end_unknown AND i.certain_until IS NULL)"
+"""An interval row (aliased ``i``) whose days of validity are known: its start is known (or
+it is timeless), and an end at an unknown date holds only to its start's span."""
+KNOWN_UNTIL = "CASE WHEN i.end_unknown THEN i.certain_until ELSE i.valid_until END"
+
 
 def lifespan_sql(lifespans: str) -> str:
     """Per (snapshot_year, qid): the first and last day the subject may have existed."""
@@ -87,11 +92,10 @@ def uncovered_sql(turns: str, intervals: str, lifespans: str, functional: list[s
     ), pieces AS (
         SELECT s.snapshot_year, s.subject_qid, s.pid, s.lo, s.hi,
                greatest(coalesce(i.valid_from, '-infinity'::DATE), s.lo) AS piece_from,
-               least(coalesce(CASE WHEN i.end_unknown THEN i.certain_until ELSE i.valid_until END,
-                              'infinity'::DATE), s.hi) AS piece_until
+               least(coalesce({KNOWN_UNTIL}, 'infinity'::DATE), s.hi) AS piece_until
         FROM scopes s JOIN {intervals} i
           ON i.snapshot_year = s.snapshot_year AND i.subject_qid = s.subject_qid AND i.pid = s.pid
-        WHERE NOT (i.end_unknown AND i.certain_until IS NULL)
+        WHERE {KNOWN}
     ), reached AS (
         SELECT *, max(piece_until) OVER (
                    PARTITION BY snapshot_year, subject_qid, pid, lo, hi
@@ -112,48 +116,117 @@ def uncovered_sql(turns: str, intervals: str, lifespans: str, functional: list[s
 
 def timeless_outside_lifespan_sql(turns: str, intervals: str, lifespans: str) -> str:
     """Gold values of entity turns that only timeless statements support, at a scope that lies
-    wholly before or after the subject's lifespan: chain_id, turn_index, value_qid."""
+    wholly before or after the subject's or the value's lifespan: chain_id, turn_index,
+    value_qid."""
     return f"""
     WITH golds AS (
-        SELECT chain_id, turn_index, snapshot_year, subject_qid, pid,
+        SELECT chain_id, turn_index, snapshot_year, subject_qid, pid, scope_start, scope_end,
+               scope_end < exists_from OR scope_start > life_end AS subject_outside,
                unnest(gold_qids) AS value_qid
         FROM ({turn_scopes_sql(turns, intervals, lifespans)})
-        WHERE answer_kind = 'entity' AND (scope_end < exists_from OR scope_start > life_end)
+        WHERE answer_kind = 'entity'
     ), support AS (
         SELECT snapshot_year, subject_qid, pid, value_qid, bool_and(is_timeless) AS only_timeless
         FROM {intervals} GROUP BY ALL
     )
     SELECT g.chain_id, g.turn_index, g.value_qid
     FROM golds g JOIN support s USING (snapshot_year, subject_qid, pid, value_qid)
-    WHERE s.only_timeless"""
+    LEFT JOIN ({existence_sql(intervals, lifespans)}) v
+      ON v.snapshot_year = g.snapshot_year AND v.qid = g.value_qid
+    WHERE s.only_timeless
+      AND (g.subject_outside OR g.scope_end < coalesce(v.exists_from, '-infinity'::DATE)
+           OR g.scope_start > coalesce(v.life_end, 'infinity'::DATE))"""
+
+
+def unsupported_sql(turns: str, intervals: str, lifespans: str) -> str:
+    """Golds no statement known to hold in the scope supports: chain_id, turn_index,
+    value_qid. An entity turn's gold value needs a timeless statement or one of known start
+    whose known days reach into the scope (``KNOWN``: a statement with an end but no known
+    start, or one that ended at an unknown date, decides nothing there); a "yes" to a value
+    held throughout a span needs the value's dated statements of known days to cover every
+    day of it."""
+    return f"""
+    WITH scoped AS ({turn_scopes_sql(turns, intervals, lifespans)}),
+    golds AS (
+        SELECT chain_id, turn_index, snapshot_year, subject_qid, pid, scope_start, scope_end,
+               unnest(gold_qids) AS value_qid
+        FROM scoped WHERE answer_kind = 'entity'
+    ), entity_unsupported AS (
+        SELECT g.chain_id, g.turn_index, g.value_qid FROM golds g
+        WHERE NOT EXISTS (
+            SELECT 1 FROM {intervals} i
+            WHERE i.snapshot_year = g.snapshot_year AND i.subject_qid = g.subject_qid
+              AND i.pid = g.pid AND i.value_qid = g.value_qid AND {KNOWN}
+              AND (i.is_timeless OR (i.valid_from <= g.scope_end
+                   AND coalesce({KNOWN_UNTIL}, 'infinity'::DATE) >= g.scope_start)))
+    ), held AS (
+        SELECT chain_id, turn_index, snapshot_year, subject_qid, pid, asked_qid AS value_qid,
+               scope_start AS lo, scope_end AS hi
+        FROM scoped WHERE answer_kind = 'yes_no' AND answer = 'yes' AND asked_qid IS NOT NULL
+    ), pieces AS (
+        SELECT h.chain_id, h.turn_index, h.value_qid, h.lo, h.hi,
+               greatest(i.valid_from, h.lo) AS piece_from,
+               least(coalesce({KNOWN_UNTIL}, 'infinity'::DATE), h.hi) AS piece_until
+        FROM held h JOIN {intervals} i
+          ON i.snapshot_year = h.snapshot_year AND i.subject_qid = h.subject_qid
+         AND i.pid = h.pid AND i.value_qid = h.value_qid
+        WHERE {KNOWN} AND NOT i.is_timeless
+    ), reached AS (
+        SELECT *, max(piece_until) OVER (
+                   PARTITION BY chain_id, turn_index ORDER BY piece_from, piece_until
+                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
+        FROM pieces WHERE piece_from <= piece_until
+    ), gaps AS (
+        SELECT chain_id, turn_index,
+               greatest(max(piece_from - greatest(coalesce(reach + 1, lo), lo)),
+                        max(hi) - max(piece_until)) AS longest_gap
+        FROM reached GROUP BY chain_id, turn_index
+    )
+    SELECT chain_id, turn_index, value_qid FROM entity_unsupported
+    UNION ALL
+    SELECT h.chain_id, h.turn_index, h.value_qid
+    FROM held h LEFT JOIN gaps g USING (chain_id, turn_index)
+    WHERE coalesce(g.longest_gap, 1) > 0"""
 
 
 def gold_mismatch_sql(turns: str, truth: str, intervals: str, lifespans: str) -> str:
     """Entity turns checked against truth: ``checked`` and ``wrong``, where the expected gold
     is the truth row's value set at the turn's anchor (or the timeless row), less the values
-    only timeless statements support when the scope lies wholly outside the lifespan."""
+    only timeless statements support when the scope lies wholly outside the subject's or the
+    value's lifespan."""
     return f"""
     WITH scoped AS (
-        SELECT *, scope_end < exists_from OR scope_start > life_end AS outside_lifespan
+        SELECT *, scope_end < exists_from OR scope_start > life_end AS subject_outside
         FROM ({turn_scopes_sql(turns, intervals, lifespans)}) WHERE answer_kind = 'entity'
     ), timeless AS (
-        SELECT snapshot_year, subject_qid, pid, list(value_qid) AS timeless_qids
-        FROM (SELECT snapshot_year, subject_qid, pid, value_qid
-              FROM {intervals} GROUP BY ALL HAVING bool_and(is_timeless))
-        GROUP BY ALL
-    ), compared AS (
-        SELECT u.gold_qids,
-               CASE WHEN u.outside_lifespan
-                    THEN list_filter(t.value_qids, lambda v: NOT list_contains(
-                             coalesce(x.timeless_qids, []), v))
-                    ELSE t.value_qids END AS expected
+        SELECT snapshot_year, subject_qid, pid, value_qid FROM {intervals}
+        GROUP BY ALL HAVING bool_and(is_timeless)
+    ), rows AS (
+        SELECT u.chain_id, u.turn_index, u.gold_qids, t.value_qids IS NULL AS no_truth,
+               unnest(coalesce(t.value_qids, [NULL])) AS value_qid,
+               u.snapshot_year, u.subject_qid, u.pid, u.scope_start, u.scope_end,
+               u.subject_outside
         FROM scoped u
-        LEFT JOIN timeless x USING (snapshot_year, subject_qid, pid)
         LEFT JOIN {truth} t
           ON t.snapshot_year = u.snapshot_year AND t.subject_qid = u.subject_qid
          AND t.pid = u.pid
          AND (t.anchor = u.scope_anchor
               OR (u.scope_anchor IS NULL AND t.anchor_scope = 'timeless'))
+    ), kept AS (
+        SELECT r.chain_id, r.turn_index, any_value(r.gold_qids) AS gold_qids,
+               bool_or(r.no_truth) AS no_truth,
+               list_sort(list(r.value_qid) FILTER (WHERE r.value_qid IS NOT NULL AND NOT (
+                   x.value_qid IS NOT NULL AND (r.subject_outside
+                       OR r.scope_end < coalesce(v.exists_from, '-infinity'::DATE)
+                       OR r.scope_start > coalesce(v.life_end, 'infinity'::DATE)))))
+                   AS expected
+        FROM rows r
+        LEFT JOIN timeless x USING (snapshot_year, subject_qid, pid, value_qid)
+        LEFT JOIN ({existence_sql(intervals, lifespans)}) v
+          ON v.snapshot_year = r.snapshot_year AND v.qid = r.value_qid
+        GROUP BY r.chain_id, r.turn_index
     )
-    SELECT count(*) AS checked, count_if(expected IS NULL OR expected <> gold_qids) AS wrong
-    FROM compared"""
+    SELECT count(*) AS checked,
+           count_if(no_truth OR expected IS NULL
+                    OR expected <> list_sort(gold_qids)) AS wrong
+    FROM kept"""

@@ -1,5 +1,7 @@
 """Checks of the chains stage: question form, gold validity, ids, coverage, determinism."""
 
+from collections import Counter
+
 import dagster as dg
 from pydantic import Field
 
@@ -7,7 +9,9 @@ from chronoscope_dagster.chains.audit import (
     gold_mismatch_sql,
     timeless_outside_lifespan_sql,
     uncovered_sql,
+    unsupported_sql,
 )
+from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS, refusals_by_family
 from chronoscope_dagster.chains.determinism import differing_by_year
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.stats import (
@@ -24,6 +28,7 @@ from chronoscope_dagster.checks.expectations import (
     suite_check_result,
     suite_per_snapshot,
 )
+from chronoscope_dagster.llm.blind import KINDS, MIN_MEASURED, bound_misses
 from chronoscope_dagster.sql import sql_list
 from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.properties import default_catalog
@@ -120,6 +125,37 @@ def benchmark_stats_balanced(warehouse: dg.ResourceParam[Warehouse]) -> dg.Asset
 
 
 @dg.asset_check(
+    asset="benchmark_stats",
+    blocking=True,
+    description="No knowledge-free strategy beats chance: the blind reference system (structure "
+    "and earlier answers only, trained on other subjects' chains) answers at most 25% of a "
+    "family's entity turns, 60% of its yes/no turns and its modal count's share + 10 points "
+    f"of its count turns (figures of at least {MIN_MEASURED} turns; smaller ones are listed).",
+)
+def benchmark_stats_blind_at_chance(
+    warehouse: dg.ResourceParam[Warehouse],
+) -> dg.AssetCheckResult:
+    with warehouse.connect(views=True) as connection:
+        cursor = connection.execute("SELECT * FROM benchmark_stats")
+        columns = [column[0] for column in cursor.description]
+        figures = {row[0]: dict(zip(columns, row, strict=True)) for row in cursor.fetchall()}
+    misses = bound_misses(figures)
+    unmeasured = {
+        family: {kind: row[f"blind_{kind}_turns"] for kind in KINDS if row[f"blind_{kind}_turns"]}
+        for family, row in figures.items()
+        if family != "overall"
+        and any(0 < (row[f"blind_{kind}_turns"] or 0) < MIN_MEASURED for kind in KINDS)
+    }
+    return dg.AssetCheckResult(
+        passed=not misses,
+        metadata={
+            "over_bounds": dg.MetadataValue.json(misses),
+            "too_few_to_hold": dg.MetadataValue.json(unmeasured),
+        },
+    )
+
+
+@dg.asset_check(
     asset="eval_sample",
     blocking=False,
     description="The evaluation sample holds enough scope-dependent scored turns for the "
@@ -174,14 +210,26 @@ def turns_gold_valid_at_scope(warehouse: dg.ResourceParam[Warehouse]) -> dg.Asse
     asset="turns",
     blocking=True,
     description="Recomputed from fact_intervals and lifespans, apart from the generator: every "
-    "entity or count turn of a single-holder property has its scope (clipped to the subject's "
-    "lifespan and the snapshot) covered with no gap over 31 days; no gold value that only "
-    "timeless statements support is asked outside its subject's lifespan; no count is asked of "
-    "an open-ended property.",
+    "gold value rests on a statement known to hold in its turn's scope (a statement with no "
+    "known start, or one that ended at an unknown date, decides nothing there), and every "
+    "'yes' to a value held throughout a span on its statements covering every day of it; "
+    "every entity or count turn of a single-holder property has its scope (clipped to the "
+    "subject's lifespan and the snapshot) covered with no gap over 31 days; no gold value that "
+    "only timeless statements support is asked outside its subject's or its own lifespan; no "
+    "count is asked of an open-ended property. The metadata gives the scopes the generator "
+    "refused, by reason.",
 )
 def turns_golds_decided_by_facts(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
     functional = sorted(default_catalog().functional_pids)
+    refused = Counter()
+    for _, *counts in refusals_by_family(warehouse):
+        refused.update(dict(zip(REFUSAL_REASONS, counts, strict=True)))
     with warehouse.connect(views=True) as connection:
+        unsupported = connection.execute(
+            f"""SELECT t.chain_id, t.turn_index, t.question, u.value_qid
+                FROM ({unsupported_sql("turns", "fact_intervals", "lifespans")}) u
+                JOIN turns t USING (chain_id, turn_index) ORDER BY ALL"""
+        ).fetchall()
         uncovered = connection.execute(
             f"""SELECT t.chain_id, t.turn_index, t.question, u.longest_gap
                 FROM ({uncovered_sql("turns", "fact_intervals", "lifespans", functional)}) u
@@ -198,14 +246,22 @@ def turns_golds_decided_by_facts(warehouse: dg.ResourceParam[Warehouse]) -> dg.A
                 FROM turns"""
         ).fetchone()
     return dg.AssetCheckResult(
-        passed=checked > 0 and not uncovered and not outside and open_counts == 0,
+        passed=checked > 0
+        and not unsupported
+        and not uncovered
+        and not outside
+        and open_counts == 0,
         metadata={
             "turns_checked": checked,
+            "golds_not_known_to_hold": len(unsupported),
             "single_holder_scopes_not_covered": len(uncovered),
             "timeless_golds_outside_lifespan": len(outside),
             "counts_of_open_ended_properties": open_counts,
+            "scopes_refused_by_reason": dg.MetadataValue.json(
+                {reason: refused[reason] for reason in REFUSAL_REASONS}
+            ),
             "examples": dg.MetadataValue.json(
-                [list(map(str, row)) for row in (uncovered[:5] + outside[:5])]
+                [list(map(str, row)) for row in (unsupported[:5] + uncovered[:5] + outside[:5])]
             ),
         },
     )

@@ -8,6 +8,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pyarrow.parquet as pq
+
 from chronoscope_dagster.evaluation.inference import (
     EvalChain,
     Prediction,
@@ -16,6 +18,7 @@ from chronoscope_dagster.evaluation.inference import (
 )
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.evaluation.strategies import Prompting
+from chronoscope_dagster.llm.blind import SHAPE_COLUMNS
 from chronoscope_dagster.llm.registry import ModelSpec
 from chronoscope_dagster.llm.session import InfoLog, RequestProgress, open_chat
 from chronoscope_dagster.warehouse import Warehouse
@@ -65,7 +68,9 @@ def answer_turn_sets(
     log: InfoLog,
 ) -> AnsweredSets:
     """Run ``spec`` under ``setting`` on each named set of turns (SQL with the columns of
-    ``queries.sample_turns_sql``) through the home's response cache."""
+    ``queries.sample_turns_sql``) through the home's response cache. A backend that learns
+    from the benchmark (``fit``: the ``blind`` reference system) is given the ``turns``
+    table first."""
     with warehouse.connect() as connection:
         chain_sets = {
             name: chains_from_turns(connection.sql(sql).to_arrow_table())
@@ -80,6 +85,9 @@ def answer_turn_sets(
     progress = RequestProgress(log, label, total)
     started = time.perf_counter()
     with open_chat(spec, warehouse.response_cache_path, chunk_size) as chat:
+        fit = getattr(chat.backend, "fit", None)
+        if fit is not None:
+            fit(pq.read_table(warehouse.data_path("turns"), columns=list(SHAPE_COLUMNS)))
         predictions = {
             name: predict(
                 chain_set,

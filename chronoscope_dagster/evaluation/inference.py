@@ -40,6 +40,7 @@ from chronoscope_dagster.evaluation.strategies import (
     parse_answer,
 )
 from chronoscope_dagster.llm.base import ChatRequest, Completion, Decoding
+from chronoscope_dagster.llm.blind import VIEW_COLUMNS, Shape, View, shape_of
 from chronoscope_dagster.llm.cache import CachedChat
 
 SKIPPED_AFTER_ERROR = "skipped: an earlier turn of the chain failed"
@@ -49,7 +50,8 @@ REWRITE_EMPTY = "rewrite_empty: the rewrite call answered no question"
 NO_EXPLICIT_QUESTION = "no_explicit_question: the turn has no explicit question"
 TURN_COLUMNS = ("chain_id", "turn_index", "question", "answer", "present_labels")
 """What ``chains_from_turns`` needs; ``is_explicit`` and ``explicit_question`` are read too
-when present (explicit scope needs the second)."""
+when present (explicit scope needs the second), and the columns of a turn's shape
+(``llm.blind.VIEW_COLUMNS``) that the ``blind`` reference system reads."""
 
 PREDICTIONS_SCHEMA = pa.schema(
     [
@@ -81,6 +83,9 @@ class EvalChain:
     explicit: tuple[bool, ...] = ()
     """Whether each turn's own question states its scope (reference systems read it)."""
     explicit_questions: tuple[str | None, ...] = ()
+    shapes: tuple[Shape, ...] = ()
+    """What a reader sees of each turn without the facts (the ``blind`` system's view)."""
+    subjects: frozenset[str] = frozenset()
 
     def request(self, turn: int, setting: Setting, earlier: Sequence[str]) -> ChatRequest:
         alone = setting is Setting.EXPLICIT_SCOPE
@@ -90,7 +95,20 @@ class EvalChain:
             gold=self.answers[turn],
             present_day=self.present_day[turn],
             states_scope=alone or (bool(self.explicit) and self.explicit[turn]),
+            view=self._view(turn, setting, earlier) if self.shapes else None,
+            subjects=self.subjects,
         )
+
+    def _view(self, turn: int, setting: Setting, earlier: Sequence[str]) -> View:
+        """The shapes and answers the setting shows: the whole history in gold context and
+        self-conditioned, the current turn alone otherwise (stating its scope under explicit
+        scope)."""
+        if setting in (Setting.GOLD_CONTEXT, Setting.SELF_CONDITIONED):
+            return View(self.shapes[: turn + 1], tuple(earlier[:turn]))
+        current = self.shapes[turn]
+        if setting is Setting.EXPLICIT_SCOPE:
+            current = replace(current, explicit=True)
+        return View((current,), ())
 
     def can_ask(self, turn: int, setting: Setting) -> bool:
         return setting is not Setting.EXPLICIT_SCOPE or (
@@ -142,32 +160,29 @@ class Prediction:
 def chains_from_turns(turns: pa.Table) -> list[EvalChain]:
     """Chains from rows of the ``turns`` table (any order), in chain-id order."""
     optional = [c for c in ("is_explicit", "explicit_question") if c in turns.column_names]
-    by_chain: dict[str, list[tuple]] = {}
-    for row in turns.select([*TURN_COLUMNS, *optional]).to_pylist():
-        present = row["present_labels"][0] if row["present_labels"] else ""
-        by_chain.setdefault(row["chain_id"], []).append(
-            (
-                row["turn_index"],
-                row["question"],
-                row["answer"],
-                present,
-                bool(row.get("is_explicit")),
-                row.get("explicit_question"),
-            )
-        )
+    shaped = all(column in turns.column_names for column in VIEW_COLUMNS)
+    extra = [c for c in VIEW_COLUMNS if shaped and c not in (*TURN_COLUMNS, *optional)]
+    by_chain: dict[str, list[dict]] = {}
+    for row in turns.select([*TURN_COLUMNS, *optional, *extra]).to_pylist():
+        by_chain.setdefault(row["chain_id"], []).append(row)
     chains = []
     for chain_id in sorted(by_chain):
-        rows = sorted(by_chain[chain_id])
-        if [r[0] for r in rows] != list(range(len(rows))):
-            raise ValueError(f"chain {chain_id} has turns {[r[0] for r in rows]}, not 0..n-1")
+        rows = sorted(by_chain[chain_id], key=lambda row: row["turn_index"])
+        if [r["turn_index"] for r in rows] != list(range(len(rows))):
+            indexes = [r["turn_index"] for r in rows]
+            raise ValueError(f"chain {chain_id} has turns {indexes}, not 0..n-1")
         chains.append(
             EvalChain(
                 chain_id,
-                tuple(r[1] for r in rows),
-                tuple(r[2] for r in rows),
-                tuple(r[3] for r in rows),
-                tuple(r[4] for r in rows) if "is_explicit" in optional else (),
-                tuple(r[5] for r in rows) if "explicit_question" in optional else (),
+                tuple(r["question"] for r in rows),
+                tuple(r["answer"] for r in rows),
+                tuple(r["present_labels"][0] if r["present_labels"] else "" for r in rows),
+                tuple(bool(r["is_explicit"]) for r in rows) if "is_explicit" in optional else (),
+                tuple(r["explicit_question"] for r in rows)
+                if "explicit_question" in optional
+                else (),
+                tuple(shape_of(r) for r in rows) if shaped else (),
+                frozenset(r["subject_qid"] for r in rows) if shaped else frozenset(),
             )
         )
     return chains

@@ -18,6 +18,7 @@ from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_SCHEMA, knowledge
 from chronoscope_dagster.evaluation.metrics import compute_metrics
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.scoring import score_turns
+from chronoscope_dagster.llm.blind import VIEW_COLUMNS
 from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
@@ -37,7 +38,8 @@ def sample_turns_sql(warehouse: Warehouse, setting: Setting) -> str:
     only_self = "AND s.in_self_conditioned" if setting is Setting.SELF_CONDITIONED else ""
     return f"""
         SELECT t.chain_id, t.turn_index, t.question, t.answer, t.present_labels,
-               t.is_explicit, t.explicit_question
+               t.is_explicit, t.explicit_question,
+               {", ".join(f"t.{c}" for c in VIEW_COLUMNS if c not in ("turn_index", "is_explicit"))}
         FROM {parquet_source(warehouse.data_path("turns"))} t
         JOIN {parquet_source(warehouse.data_path("eval_sample"))} s USING (chain_id)
         WHERE true {only_self}

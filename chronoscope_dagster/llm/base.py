@@ -28,14 +28,20 @@ class Decoding:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One conversation to answer. ``gold``, ``present_day`` and ``states_scope`` (the current
-    question itself states its time scope) are what the reference systems answer from; real
-    backends never see them, and they are not part of the cache key."""
+    """One conversation to answer. ``gold``, ``present_day``, ``states_scope`` (the current
+    question itself states its time scope), ``view`` and ``subjects`` are what the reference
+    systems answer from; real backends never see them, and they are not part of the cache
+    key."""
 
     messages: tuple[Message, ...]
     gold: str = ""
     present_day: str = ""
     states_scope: bool = False
+    view: Any = None
+    """What the ``blind`` reference system sees of the conversation (``llm.blind.View``)."""
+    subjects: frozenset[str] = frozenset()
+    """The chain's subjects: the ``blind`` system answers with the model trained on the
+    other half of the subjects."""
 
     def as_openai(self) -> list[dict[str, str]]:
         return [{"role": role, "content": content} for role, content in self.messages]

@@ -1,14 +1,24 @@
 """Reference systems that prove the metrics end to end: one always right, one always
 answering what is true today, one copying the previous answer (the shortcut a chain must not
-reward), one right only when the question states its scope (what scope loss measures). They
-cost nothing, so they are never cached."""
+reward), one right only when the question states its scope (what scope loss measures), and
+``blind``, the best strategy learnt from the benchmark's structure without any fact
+(``llm.blind``). They cost nothing, so they are never cached."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from chronoscope_dagster.llm.base import BackendOptions, ChatRequest, Completion, Decoding
+import pyarrow as pa
+
+from chronoscope_dagster.llm.base import (
+    BackendError,
+    BackendOptions,
+    ChatRequest,
+    Completion,
+    Decoding,
+)
+from chronoscope_dagster.llm.blind import BlindModel, blind_chains, fitted_halves, half_of
 
 NO_PRESENT_VALUE = "I don't know"
 
@@ -65,3 +75,47 @@ class ScopeBlindSystem(OracleSystem):
         if request.states_scope:
             return request.gold
         return request.present_day or NO_PRESENT_VALUE
+
+
+class BlindSystem(OracleSystem):
+    """Answers from the conversation's structure alone (``llm.blind``): trained on the
+    benchmark's chains (``fit``), split in two halves by subject, each chain answered by the
+    model of the half that holds none of its subjects (a chain whose subjects fall in both
+    halves by the half of its first subject, by QID)."""
+
+    class Options(BackendOptions):
+        threads: int = 1
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        self.seed = spec.decoding.seed
+        self.threads = spec.options.threads
+        self.models: dict[int, BlindModel] | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.name, "seed": self.seed}
+
+    def fit(self, turns: pa.Table) -> None:
+        """Train on every chain of ``turns`` (the ``turns`` table)."""
+        self.models = fitted_halves(blind_chains(turns), self.seed, self.threads)
+
+    def complete(self, requests: Sequence[ChatRequest], decoding: Decoding) -> list[Completion]:
+        if self.models is None:
+            raise BackendError("the blind system answers only after fit() on the benchmark")
+        answers = [""] * len(requests)
+        by_half: dict[int, list[int]] = {0: [], 1: []}
+        for index, request in enumerate(requests):
+            if request.view is None:
+                raise BackendError("the blind system needs each request's view")
+            by_half[self._half(request.subjects)].append(index)
+        for half, indexes in by_half.items():
+            found = self.models[half].answer_all([requests[i].view for i in indexes])
+            for index, answer in zip(indexes, found, strict=True):
+                answers[index] = answer
+        return [Completion(candidates=(answer,) * decoding.k) for answer in answers]
+
+    def _half(self, subjects: frozenset[str]) -> int:
+        halves = {half_of(subject, self.seed) for subject in subjects}
+        if len(halves) == 1:
+            return halves.pop()
+        return half_of(min(subjects, key=lambda qid: int(qid[1:])), self.seed)

@@ -34,6 +34,7 @@ BACKENDS = {
     "present_day": "chronoscope_dagster.llm.reference:PresentDaySystem",
     "copy_previous": "chronoscope_dagster.llm.reference:CopyPreviousSystem",
     "scope_blind": "chronoscope_dagster.llm.reference:ScopeBlindSystem",
+    "blind": "chronoscope_dagster.llm.reference:BlindSystem",
 }
 MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """A partition key; matched whole (``fullmatch``: ``$`` would let a final newline in)."""
