@@ -8,7 +8,9 @@ The filter is conservative and purely lexical. A paraphrase is rejected, with th
   answer: a count, a value, yes or no (``question_kind_changed``); repeats the original;
 - drops, adds or reuses a year, or breaks a span of years (``year_changed``), adds a year to
   an implicit turn, moves the time to the present (a word or the tense) or elsewhere, or
-  drops the reference back to the scope ("then", "at the time");
+  drops the reference back to the scope ("then", "at the time"), or the word that asks
+  about a whole span ("throughout", "the entire time"; ``whole_span_dropped``: without it
+  "did X hold it throughout 2010-2015?" becomes "at any time in 2010-2015?");
 - drops every word naming the property (the templates' ``keywords``; ``keywords_lost``);
 - loses the subject: its name where the original names it (or swaps it with another
   entity), a pronoun or reference where the original uses one (``subject_lost``);
@@ -43,6 +45,7 @@ REASONS = (
     "present_added",
     "time_shift_added",
     "time_reference_dropped",
+    "whole_span_dropped",
     "keywords_lost",
     "subject_lost",
     "entity_missing",
@@ -88,6 +91,12 @@ BACK_REFERENCES = (
 )  # fmt: skip
 """Phrases that tie an implicit question to the scope set earlier in the chain; a paraphrase
 of a question with one must keep one (not necessarily the same)."""
+WHOLE_SPAN = (
+    "throughout", "the whole", "the entire", "entire time", "all the time", "all along",
+    "without interruption", "continuously", "the full", "every year",
+)  # fmt: skip
+"""Phrases that ask whether something held over a whole span; a paraphrase of a question with
+one must keep one."""
 _SENTENCE_END = re.compile(r"([.?!\uff1f])[\"'\u201d\u2019)]*\s+\W*(\w)")
 PAST_MARKERS = (
     "was", "were", "did", "had", "held", "led", "headed", "owned", "ran", "served", "chaired",
@@ -317,6 +326,8 @@ def _time_problems(original: str, paraphrase: str, is_explicit: bool) -> dict[st
         and not _has_any(folded_original, TIME_SHIFT_WORDS),
         "time_reference_dropped": _has_any(folded_original, BACK_REFERENCES)
         and not _has_any(folded_paraphrase, BACK_REFERENCES),
+        "whole_span_dropped": _has_any(folded_original, WHOLE_SPAN)
+        and not _has_any(folded_paraphrase, WHOLE_SPAN),
     }
 
 

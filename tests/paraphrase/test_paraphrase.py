@@ -504,6 +504,30 @@ def test_a_paraphrase_keeps_the_time_it_refers_to(original, paraphrase, reasons)
     assert paraphrase_problems(original, paraphrase, entity_names=[], is_explicit=False) == reasons
 
 
+@pytest.mark.parametrize(
+    ("paraphrase", "kept"),
+    [
+        ("Did Tony Blair lead the government of the United Kingdom between 1995 and 2000?",
+         False),
+        ("Between 1995 and 2000, was Tony Blair the UK's head of government the entire time?",
+         True),
+        ("Was Tony Blair head of government of the United Kingdom for the whole of 1995-2000?",
+         True),
+    ],
+)  # fmt: skip
+def test_a_paraphrase_keeps_asking_about_the_whole_span(paraphrase, kept):
+    """Without "throughout" a question about a whole span asks about any time in it: the
+    answer may change."""
+    reasons = paraphrase_problems(
+        "Was Tony Blair the head of government of the United Kingdom throughout the years "
+        "1995 to 2000?",
+        paraphrase,
+        entity_names=[("Tony Blair",), ("United Kingdom", "UK")],
+        is_explicit=True,
+    )
+    assert ("whole_span_dropped" not in reasons) == kept, reasons
+
+
 def test_an_echoed_original_is_identical():
     reply = clean_reply("The original question was: Who owned Cognos in 2018?")
     assert reply == "Who owned Cognos in 2018?"
