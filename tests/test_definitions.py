@@ -11,7 +11,7 @@ EXPECTED_ASSETS = {
     "claims": (["wikidata_dump"], "ingest", "snapshot_year"),
     "labels": (["wikidata_dump"], "ingest", "snapshot_year"),
     "lifespans": (["wikidata_dump"], "ingest", "snapshot_year"),
-    "fact_intervals": (["claims"], "truth", "snapshot_year"),
+    "fact_intervals": (["claims", "lifespans"], "truth", "snapshot_year"),
     "truth": (["fact_intervals"], "truth", "snapshot_year"),
     "present_day": (["labels", "truth"], "truth", None),
     **{
@@ -54,6 +54,7 @@ EXPECTED_CHECKS = {
     ("turns", "turns_no_repeated_questions"),
     ("turns", "turns_families_score_their_kind"),
     ("benchmark_stats", "benchmark_stats_balanced"),
+    ("benchmark_stats", "benchmark_stats_blind_at_chance"),
     ("eval_sample", "eval_sample_scope_dependent_turns"),
     ("turns", "turns_gold_valid_at_scope"),
     ("turns", "turns_golds_decided_by_facts"),
