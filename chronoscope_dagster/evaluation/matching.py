@@ -164,7 +164,7 @@ class Judge:
 
     @cached_property
     def distractors(self) -> list[str]:
-        """The distractors that contain a gold value and are none."""
+        """The distractors that are no gold value but contain one."""
         return [
             distractor
             for distractor in gold_values(self._distractors)

@@ -7,9 +7,10 @@ from sorted int64 keys packing (row, token or 3-gram). Rows holding a character 
 Arrow's Unicode tables could disagree with Python's go through the per-turn functions instead:
 code points Python's Unicode database leaves unassigned, and capital sigma, whose lowercase
 Python chooses by context (the reference normaliser, used in every mode for the overlap
-counts, keeps it). So do the rows where a relaxed answer that names the gold may hedge: one of
-its strings names a gold value and a rival of the turn (another DuckDB join), so every row
-scored here has ``hedged_at1`` false.
+counts, keeps it). Relaxed hedges come from another DuckDB join (``_hedges``): a string that
+names a gold value and a rival of its row hedges when that rival lies within none of the row's
+gold values; where it does, whether it hedges depends on where it occurs, and the row goes
+through the per-turn functions too.
 
 It gives the same table as ``matching.score_turns_loop``, byte for byte.
 """
@@ -151,9 +152,9 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
         probes, golds = _reference_probes(probes), _reference_golds(inputs)
     else:
         probes, golds = _normalised_probes(probes), _normalised_golds(inputs)
-    ids, kinds, shadowed = _matched(probes, golds, mode)
+    ids, kinds, whole, shadowed = _matched(probes, golds, mode)
     hedging, unsure = (
-        _hedges(probes, ids[kinds == 0], golds, inputs)
+        _hedges(probes, np.setdiff1d(ids[kinds == 0], ids[(kinds == 0) & whole]), golds, inputs)
         if mode == "relaxed"
         else (np.zeros(0, np.int64), np.zeros(0, np.int64))
     )
@@ -161,7 +162,7 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
     owner = ids.copy()
     owner[~top] = candidate_rows[ids[~top] - rows]
     hedges = np.isin(ids, hedging)
-    flags = {name: np.zeros(rows, dtype=bool) for name in SCORE_SCHEMA.names[:7]}
+    flags = {f.name: np.zeros(rows, dtype=bool) for f in SCORE_SCHEMA if f.type == pa.bool_()}
     named, present = (kinds == 0) & ~hedges, kinds == 1
     flags["correct_at1"][ids[top & named]] = True
     flags["correct_atk"][owner[named]] = True
@@ -184,7 +185,7 @@ def _score_batch(inputs: dict[str, pa.Array], mode: str) -> dict[str, np.ndarray
             _on_distinct(inputs["answer"].fill_null(""), _reference_normalize),
         ),
     }
-    needs_python = _needs_python(inputs)
+    needs_python = _needs_python(inputs, mode)
     needs_python[shadowed] = True
     needs_python[unsure] = True
     python_rows = np.flatnonzero(needs_python)
@@ -323,9 +324,10 @@ def _non_empty(table: pa.Table) -> pa.Table:
 
 def _matched(
     probes: pa.Table, golds: pa.Table, mode: str
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(probe id, gold kind) for every probe that matches a gold value of its own row, and the
-    rows where a relaxed match may be a distractor's (left to the per-turn path).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(probe id, gold kind, whether the probe is that value) for every probe that matches a
+    gold value of its own row, and the rows where a relaxed match may be a distractor's (left
+    to the per-turn path).
 
     The reference's last resort (split on , ; / |) is not needed: a part of the postprocessed
     prediction normalises to a substring of the whole prediction's normal form, so a part equal
@@ -344,7 +346,8 @@ def _matched(
             f"""
             WITH p AS (SELECT id, row, {text} AS text FROM probes),
                  g AS (SELECT row, kind, {text} AS text FROM golds)
-            SELECT p.id, g.kind FROM p JOIN g ON p.row = g.row AND ({condition})"""
+            SELECT p.id, g.kind, p.text = g.text AS whole
+            FROM p JOIN g ON p.row = g.row AND ({condition})"""
         ).fetchnumpy()
         shadowed = (
             connection.execute(
@@ -362,6 +365,7 @@ def _matched(
     return (
         np.asarray(found["id"], np.int64),
         np.asarray(found["kind"], np.int64),
+        np.asarray(found["whole"], bool),
         np.asarray(shadowed, np.int64),
     )
 
@@ -369,63 +373,33 @@ def _matched(
 def _hedges(
     probes: pa.Table, named: np.ndarray, golds: pa.Table, inputs: dict[str, pa.Array]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The probes that hedge, and the rows left to ``judge``. A probe that names a gold value
-    (its id in ``named``) names a rival when one of its row's rivals that is no gold value
+    """The probes that hedge, and the rows left to ``judge``, among the probes ``named``: those
+    that name a gold value of their row and say more (one that is a gold value and nothing more
+    never hedges). Such a probe names a rival when one of its row's rivals that is no gold value
     occurs in it on whole tokens: an entity turn's rival or present label, a token of
     ``COUNT_RIVALS`` (count turns) or yes/no (yes/no turns). It hedges when such a rival occurs
     within none of the row's gold values (so within no occurrence of one); where every rival
     it names does, whether it hedges depends on where they occur, and its row is left to
     ``judge``."""
-    kind = inputs["answer_kind"]
-    suspects = probes.filter(pc.is_in(probes["id"], value_set=pa.array(named, pa.int64())))
-    entity = pc.invert(pc.is_in(kind, value_set=pa.array(["count", "yes_no"]))).fill_null(True)
-    entity = entity.to_numpy(zero_copy_only=False)
-    candidate = np.zeros(len(kind), dtype=bool)
-    candidate[suspects["row"].to_numpy()] = True
-    candidate &= entity
-    texts, owners = [], []
-    for name in ("rival_labels", "present_labels"):
-        flat, parents = _flat(inputs[name])
-        keep = candidate[parents]
-        texts.append(flat.filter(pa.array(keep)))
-        owners.append(parents[keep])
-    rivals = pa.table({"row": np.concatenate(owners), "text": pa.concat_arrays(texts)})
-    rivals = rivals.filter(rivals["text"].is_valid())
-    rivals = _non_empty(
-        rivals.set_column(1, "text", _on_distinct(rivals["text"].combine_chunks(), _relaxed_gold))
-    )
-    analytic = np.flatnonzero(~entity)
-    answers = _on_distinct(inputs["answer"].take(analytic).fill_null(""), _relaxed_gold)
-    vocabulary = pa.table(
-        {
-            "kind": ["count"] * len(COUNT_RIVALS) + [f"yes_no {a}" for a in YES_NO_RIVALS],
-            "token": [*COUNT_RIVALS, *YES_NO_RIVALS.values()],
-        }
-    )
-    kinds = pa.table(
-        {
-            "row": analytic,
-            "kind": pc.if_else(
-                pc.equal(kind.take(analytic), "count"),
-                "count",
-                pc.binary_join_element_wise("yes_no", answers, " "),
-            ),
-        }
-    )
+    probe_ids = probes["id"].to_numpy()
+    is_named = np.zeros(int(probe_ids.max(initial=-1)) + 1, dtype=bool)
+    is_named[named] = True
+    longer = probes.filter(is_named[probe_ids])
+    rivals, kinds, vocabulary = _rivals(inputs, longer["row"].to_numpy())
     with duckdb.connect() as connection:
-        connection.register("suspects", suspects)
+        connection.register("longer", longer)
         connection.register("golds", golds.filter(pc.equal(golds["kind"], 0)))
         connection.register("rivals", rivals)
         connection.register("kinds", kinds)
         connection.register("vocabulary", vocabulary)
         found = connection.execute(
             """
-            WITH named AS (SELECT id, row, ' ' || text || ' ' AS text FROM suspects),
-                 tokens AS (SELECT s.id, s.row, k.kind,
-                                   unnest(string_split(s.text, ' ')) AS token
-                            FROM suspects s JOIN kinds k USING (row)),
-                 hits AS (SELECT n.id, n.row, r.text FROM named n JOIN rivals r
-                          ON n.row = r.row AND contains(n.text, ' ' || r.text || ' ')
+            WITH padded AS (SELECT id, row, ' ' || text || ' ' AS text FROM longer),
+                 tokens AS (SELECT l.id, l.row, k.kind,
+                                   unnest(string_split(l.text, ' ')) AS token
+                            FROM longer l JOIN kinds k USING (row)),
+                 hits AS (SELECT p.id, p.row, r.text FROM padded p JOIN rivals r
+                          ON p.row = r.row AND contains(p.text, ' ' || r.text || ' ')
                           UNION ALL
                           SELECT t.id, t.row, t.token FROM tokens t
                           JOIN vocabulary v USING (kind, token)),
@@ -442,14 +416,56 @@ def _hedges(
     return ids[~unsure].astype(np.int64), np.unique(rows[unsure]).astype(np.int64)
 
 
-def _needs_python(inputs: dict[str, pa.Array]) -> np.ndarray:
+def _rivals(inputs: dict[str, pa.Array], rows: np.ndarray) -> tuple[pa.Table, ...]:
+    """For the turns ``rows``: the normalised rival and present labels of the entity turns (row,
+    text); the yes/no and count turns (row, kind: "count" or "yes_no " and the normalised
+    answer); and the tokens each such kind takes as rivals (kind, token)."""
+    kind = inputs["answer_kind"]
+    entity = pc.invert(pc.is_in(kind, value_set=pa.array(["count", "yes_no"]))).fill_null(True)
+    entity = entity.to_numpy(zero_copy_only=False)
+    wanted = np.zeros(len(kind), dtype=bool)
+    wanted[rows] = True
+    texts, owners = [], []
+    for name in ("rival_labels", "present_labels"):
+        flat, parents = _flat(inputs[name])
+        keep = (wanted & entity)[parents]
+        texts.append(flat.filter(pa.array(keep)))
+        owners.append(parents[keep])
+    rivals = pa.table({"row": np.concatenate(owners), "text": pa.concat_arrays(texts)})
+    rivals = rivals.filter(rivals["text"].is_valid())
+    rivals = _non_empty(
+        rivals.set_column(1, "text", _on_distinct(rivals["text"].combine_chunks(), _relaxed_gold))
+    )
+    analytic = np.flatnonzero(wanted & ~entity)
+    answers = _on_distinct(inputs["answer"].take(analytic).fill_null(""), _relaxed_gold)
+    kinds = pa.table(
+        {
+            "row": analytic,
+            "kind": pc.if_else(
+                pc.equal(kind.take(analytic), "count"),
+                "count",
+                pc.binary_join_element_wise("yes_no", answers, " "),
+            ),
+        }
+    )
+    vocabulary = pa.table(
+        {
+            "kind": ["count"] * len(COUNT_RIVALS) + [f"yes_no {a}" for a in YES_NO_RIVALS],
+            "token": [*COUNT_RIVALS, *YES_NO_RIVALS.values()],
+        }
+    )
+    return rivals, kinds, vocabulary
+
+
+def _needs_python(inputs: dict[str, pa.Array], mode: str = "relaxed") -> np.ndarray:
+    """The rows holding a character on which Arrow and Python could disagree, in a string the
+    mode normalises (only relaxed matching reads the rival labels)."""
     pattern = f"[{_unassigned_class()}Σ]"
     rows = len(inputs["prediction"])
     needs = np.zeros(rows, dtype=bool)
-    for name in INPUT_COLUMNS:
+    skipped = {"drift_eligible", "answer_kind"} | ({"rival_labels"} if mode != "relaxed" else set())
+    for name in (name for name in INPUT_COLUMNS if name not in skipped):
         column = inputs[name]
-        if not pa.types.is_string(column.type) and not pa.types.is_list(column.type):
-            continue
         texts, owners = (
             _flat(column) if pa.types.is_list(column.type) else (column, np.arange(rows))
         )
