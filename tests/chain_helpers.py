@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import date
 
 import pyarrow as pa
@@ -14,16 +14,24 @@ from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 Row = tuple[str | None, str, str, list[str]]
 
 
-def intervals_table(spans: Iterable[tuple[str, str, str, str | None, str | None]]) -> pa.Table:
+def intervals_table(
+    spans: Iterable[tuple[str, str, str, str | None, str | None]],
+    *,
+    ended_unknown: Collection[tuple[str, str, str]] = (),
+) -> pa.Table:
     """``fact_intervals`` rows from (subject, pid, value, first day, last day) with ISO days;
-    both days None is a timeless statement."""
+    both days None is a timeless statement, a last day without a first one a statement whose
+    start is unknown (``start_unknown``). A (subject, pid, value) of ``ended_unknown`` with no
+    last day ended at an unknown date (``end_unknown``): certain on its first day only."""
     records = [
         {"subject_qid": subject, "pid": pid, "value_qid": value,
          "valid_from": date.fromisoformat(first) if first else None,
          "valid_until": date.fromisoformat(last) if last else None,
-         "certain_until": None, "is_timeless": first is None and last is None,
-         "end_unknown": False}
+         "certain_until": date.fromisoformat(first) if first and unknown_end else None,
+         "is_timeless": first is None and last is None and not unknown_end,
+         "end_unknown": unknown_end, "start_unknown": first is None and last is not None}
         for subject, pid, value, first, last in spans
+        for unknown_end in [last is None and (subject, pid, value) in ended_unknown]
     ]  # fmt: skip
     return pa.Table.from_pylist(records, schema=INTERVALS_SCHEMA)
 
@@ -63,20 +71,29 @@ def facts_from_rows(
     lifespans: dict[str, tuple[str | None, str | None]] | None = None,
     present: dict[tuple[str, str], list[str]] | None = None,
     shard: Shard | None = None,
+    uncertain: dict[tuple[str | None, str, str], list[str]] | None = None,
 ) -> SnapshotFacts:
     """Facts from (anchor, subject, pid, values) truth rows (the first value canonical) and
     labels given as ``{qid: label}`` or ``{qid: (label, description)}``; the intervals say
     what the rows say unless given; ``present``: today's values by (subject, pid); ``shard``:
-    index what the chains rooted in it reach."""
+    index what the chains rooted in it reach; ``uncertain``: the values of unknown validity
+    of an (anchor, subject, pid) (its row, added without values if missing, has no gold)."""
     rows = list(rows)
+    uncertain = uncertain or {}
+    keys = {(anchor, subject, pid) for anchor, subject, pid, _ in rows}
+    rows += [(*key, []) for key in uncertain if key not in keys]
     anchors, subjects, pids, values = (list(column) for column in zip(*rows, strict=True))
     truth = pa.table(
         {
             "anchor": pa.array(anchors, pa.string()),
             "subject_qid": subjects,
             "pid": pids,
-            "value_qids": values,
-            "canonical_value_qid": [v[0] for v in values],
+            "value_qids": pa.array(values, pa.list_(pa.string())),
+            "canonical_value_qid": pa.array([v[0] if v else None for v in values], pa.string()),
+            "uncertain_value_qids": pa.array(
+                [uncertain.get(key, []) for key in zip(anchors, subjects, pids, strict=True)],
+                pa.list_(pa.string()),
+            ),
         }
     )
     pairs = [name if isinstance(name, tuple) else (name, None) for name in names.values()]

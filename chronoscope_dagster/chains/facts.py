@@ -235,13 +235,16 @@ class SnapshotFacts:
 
     def _index_intervals(self, intervals: pa.Table) -> None:
         """Per (subject, property): the merged certain days of all values (single-holder
-        properties), each value's dated spans, and the values with a timeless statement."""
+        properties), each value's dated spans, the values with a timeless statement, and the
+        first day from which a value whose statement ended at an unknown date may still hold
+        (``open_from``)."""
         self.coverage: dict[tuple[str, str], tuple[Span, ...]] = {}
         self.value_spans: dict[tuple[str, str], dict[str, list[Span]]] = defaultdict(
             lambda: defaultdict(list)
         )
         self.timeless_values: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.unstarted_values: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.open_from: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
         spans: dict[tuple[str, str], list[Span]] = defaultdict(list)
         rows = _rows(python_dates(intervals), INTERVAL_COLUMNS)
         for row in rows:
@@ -249,6 +252,9 @@ class SnapshotFacts:
             key = (subject, pid)
             if key not in self.golds:
                 continue
+            if end_unknown:
+                since = self.open_from[key]
+                since[value] = min(since.get(value, FOREVER), day_number(start, NEVER))
             if unstarted:
                 self.unstarted_values[key].add(value)
                 continue

@@ -156,16 +156,18 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
            SEMI JOIN reached r ON r.qid = p.subject_qid"""
     ).to_arrow_table()
     connection.register("present", present)
+    intervals = connection.sql(
+        f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
+            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN ({sql_list(pids)})"""
+    ).to_arrow_table()
+    connection.register("reached_intervals", intervals)
     labels = connection.sql(
         """WITH named AS (
                SELECT qid FROM reached
                UNION SELECT unnest(value_qids) FROM gold
-               UNION SELECT unnest(value_qids) FROM present)
+               UNION SELECT unnest(value_qids) FROM present
+               UNION SELECT value_qid FROM reached_intervals)
            SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)"""
-    ).to_arrow_table()
-    intervals = connection.sql(
-        f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
-            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN ({sql_list(pids)})"""
     ).to_arrow_table()
     lifespan_rows = connection.sql(
         f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l

@@ -16,8 +16,9 @@ from chronoscope_dagster.wikidata.properties import default_catalog
 from tests.chain_helpers import facts_from_rows, intervals_table, lifespans_table
 
 COUNTRY, PM = "Q38", "P6"
-A, B, C = "Q101", "Q102", "Q103"
-NAMES = {COUNTRY: "Italy", A: "Alpha", B: "Beta", C: "Gamma", "Q7": "Acme", "Q8": "business"}
+A, B, C, D, E = "Q101", "Q102", "Q103", "Q104", "Q105"
+NAMES = {COUNTRY: "Italy", A: "Alpha", B: "Beta", C: "Gamma", D: "Delta", E: "Epsilon",
+         "Q7": "Acme", "Q8": "business"}  # fmt: skip
 
 
 def pm_facts(spans, years=range(2008, 2018), **kwargs):
@@ -114,14 +115,48 @@ def test_counts_and_changes_only_of_single_holder_properties_over_covered_spans(
     assert list(family_module("distinct_count").generate(team, templates, 42)) == []
     assert list(family_module("interval_change").generate(team, templates, 42)) == []
     assert team.drops == {"open_ended_count": 1, "open_ended_change": 1}
+    # 2014 has a gap of 82 days: undecided. Each side of the new year 2012 has a gap within
+    # the tolerance, so both years are decided, but a window holding both has one of 50 days.
     holes = pm_facts(
-        [(A, "2008-01-01", "2010-06-30"), (B, "2010-07-01", "2012-03-10"), (C, "2012-06-01", None)]
-    )
-    counts = list(family_module("distinct_count").generate(holes, templates, 42))
-    assert counts and all(
-        not (c.turns[0].scope_year <= 2012 <= c.turns[0].scope_end_year) for c in counts
-    )
+        [(A, "2004-01-01", "2006-06-30"), (B, "2006-07-01", "2008-06-30"),
+         (C, "2008-07-01", "2011-12-05"), (D, "2012-01-25", "2014-03-10"),
+         (E, "2014-06-01", None)],
+        years=range(2004, 2021),
+    )  # fmt: skip
+    assert set(holes.year_golds(COUNTRY, PM)) == set(range(2004, 2021)) - {2014}
+    (chain,) = family_module("distinct_count").generate(holes, templates, 42)
+    for turn in chain.turns:
+        window = range(turn.scope_year, turn.scope_end_year + 1)
+        assert 2014 not in window and not {2011, 2012} <= set(window)
     assert holes.drops["incomplete_count"] > 0
+
+
+def test_a_statement_without_a_known_start_leaves_its_possible_years_undecided():
+    """Acme employed Alpha from 2000 to 2005; Beta's statement ends in mid-2012 with no start,
+    and Beta was founded in 2008: from 2008 to 2012 Beta may or may not have employed them
+    (``truth`` lists it as uncertain there), so those years have no gold, refused as
+    ``unknown_start``; a statement that ended at an unknown date is refused as ``unknown_end``."""
+    spans = [("Q7", "P108", A, "2000-01-01", "2005-12-31"), ("Q7", "P108", B, None, "2012-06-30"),
+             ("Q9", "P108", C, "2009-01-01", None)]  # fmt: skip
+    rows = [(str(year), "Q7", "P108", [A]) for year in range(2000, 2006)]
+    rows.append(("2009", "Q9", "P108", [C]))
+    uncertain = {(str(year), "Q7", "P108"): [B] for year in range(2008, 2013)}
+    uncertain |= {(str(year), "Q9", "P108"): [C] for year in range(2010, 2026)}
+    intervals = intervals_table(spans, ended_unknown={("Q9", "P108", C)})
+    facts = facts_from_rows(
+        rows, {**NAMES, "Q9": "Initech"}, intervals=intervals, lifespans={B: ("2008-01-01", None)},
+        uncertain=uncertain,
+    )  # fmt: skip
+    assert facts.gold("Q7", "P108", "2003").qids == (A,)
+    assert facts.gold("Q7", "P108", "2010") is None
+    assert facts.gold("Q7", "P108", "2010") is None  # counted once
+    assert facts.gold("Q7", "P108", "2011") is None
+    assert facts.drops == {"unknown_start": 2}
+    assert facts.gold("Q9", "P108", "2009").qids == (C,)
+    assert facts.gold("Q9", "P108", "2015") is None
+    assert facts.drops == {"unknown_start": 2, "unknown_end": 1}
+    assert facts.refused >= {("Q7", "P108", "2010", "unknown_start")}
+    assert B in facts.unstarted_values[("Q7", "P108")]
 
 
 def test_no_needs_positive_evidence():

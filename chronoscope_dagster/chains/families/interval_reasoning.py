@@ -20,9 +20,10 @@ cover every day of the span. "no": the value held on some day of the span but
 not on another, decided only from complete facts: a single-holder property
 (``functional``) whose values cover the span (``SnapshotFacts.covers_years``),
 or, for a property of several values at once, the value's own statements, all
-dated, leaving a day of the span uncovered. Anything else is not asked: a span
-the value never touches would ask trivia ("throughout the 1950s?" of a
-president elected in 2009), not its term.
+dated, leaving a day of the span uncovered (a statement that ended at an
+unknown date may hold on any day after its start). Anything else is not
+asked: a span the value never touches would ask trivia ("throughout the
+1950s?" of a president elected in 2009), not its term.
 
 No answer follows from the conversation: a value is not asked again over a
 span that overlaps one it was asked over; for a single-holder property, a
@@ -49,7 +50,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from chronoscope_dagster.chains.evidence import anchor_span, longest_gap, merge
+from chronoscope_dagster.chains.evidence import FOREVER, anchor_span, longest_gap, merge
 from chronoscope_dagster.chains.facts import SnapshotFacts
 from chronoscope_dagster.chains.families.common import (
     askable_pairs,
@@ -138,6 +139,11 @@ def _options(facts: SnapshotFacts, subject: str, pid: str) -> list[Option]:
         if value not in undated and spans_of[value]
     ]
     held = {value: merge(spans_of[value]) for value in values}
+    open_from = {} if pid in facts.functional else facts.open_from.get(key, {})
+    possible = {
+        value: merge((*held[value], (open_from[value], FOREVER))) if value in open_from else days
+        for value, days in held.items()
+    }
     ends = list(range(FIRST_YEAR, facts.snapshot_year + 1))
     found = []
     for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS):
@@ -150,7 +156,7 @@ def _options(facts: SnapshotFacts, subject: str, pid: str) -> list[Option]:
             gap = longest_gap(held[value], start, end)
             if gap == 0:
                 found.append(Option((y1, y2), value, "yes"))
-            elif gap <= end - start and decided:
+            elif gap <= end - start and decided and longest_gap(possible[value], start, end):
                 found.append(Option((y1, y2), value, "no"))
     return found
 

@@ -24,6 +24,7 @@ LABELS = {
     "Q9": ("Anvil Party", None),
     "Q10": ("mayor of Anvilton", None),
     "Q11": ("governor of Anvilshire", None),
+    "Q12": ("Hammer League", None),
 }
 
 
@@ -32,7 +33,7 @@ def chains(sample_facts):
     return list(bridged_multi_pid.generate(sample_facts, default_templates(), 7))
 
 
-PRESENT = {("Q2", "P169"): ["Q5"], ("Q1", "P39"): ["Q11"]}
+PRESENT = {("Q2", "P169"): ["Q5"], ("Q1", "P39"): ["Q11"], ("Q1", "P102"): ["Q12"]}
 
 
 def small_facts(rows: list[tuple[str, str, int, list[str]]]) -> SnapshotFacts:
@@ -53,20 +54,22 @@ def test_each_turn_asks_about_the_single_previous_answer_or_the_subject_at_one_y
         truth = sample_facts.year_golds(first.subject_qid, first.pid)[year]
         assert first.gold_qids == truth.qids == (truth.canonical,)
         asked_of_subject = {first.pid}
-        for previous, turn in zip(chain.turns, later, strict=False):
-            assert not turn.is_explicit and turn.scope_anchor in (str(year), None)
-            assert (turn.scope_anchor is None) == sample_facts.is_timeless(
-                turn.subject_qid, turn.pid
-            )
+        for index, (previous, turn) in enumerate(zip(chain.turns, later, strict=False)):
+            assert not turn.is_explicit and turn.scope_anchor == str(year)
+            assert not sample_facts.is_timeless(turn.subject_qid, turn.pid)
+            assert turn.scope_dependent
             if turn.subject_qid == first.subject_qid:
                 assert turn.pid not in asked_of_subject and first.subject_label in turn.question
                 asked_of_subject.add(turn.pid)
             else:
-                assert previous.gold_qids == (turn.subject_qid,) and not DIGIT.search(turn.question)
+                assert previous.gold_qids == (turn.subject_qid,)
+                assert sample_facts.subject_name(turn.subject_qid) in turn.question
                 assert turn.pid in BRIDGES[previous.pid]
             gold = sample_facts.gold(turn.subject_qid, turn.pid, str(year))
             assert turn.gold_qids == gold.qids and turn.canonical_qid == gold.canonical
-            assert not set(turn.gold_qids) & set(previous.gold_qids)
+            earlier = chain.turns[: index + 1]
+            seen = {t.subject_qid for t in earlier} | {q for t in earlier for q in t.gold_qids}
+            assert not set(turn.gold_qids) & seen
         assert len({turn.question for turn in chain.turns}) == chain.length
         assert sum(turn.drift_eligible for turn in later) >= 2
 
@@ -79,7 +82,13 @@ ROWS = [
     ("Q3", "P102", 2010, ["Q9"]),
     ("Q1", "P39", 2010, ["Q10"]),
     ("Q1", "P39", 2011, ["Q11"]),
+    ("Q3", "P102", 2011, ["Q12"]),
+    ("Q1", "P102", 2010, ["Q9"]),
+    ("Q1", "P102", 2011, ["Q12"]),
 ]
+"""Ada worked for Acme the anvil maker (another Acme is a bakery), whose CEO Bob belonged to
+the Anvil Party; so did Ada, who held an office too. Today Ada is in the Hammer League and
+governs Anvilshire, and Dan runs Acme."""
 
 
 def chains_of_ada(rows, seed: int = 0) -> list:
@@ -88,15 +97,34 @@ def chains_of_ada(rows, seed: int = 0) -> list:
 
 
 def test_hops_are_joined_by_qid_not_by_label_and_the_chain_returns_to_its_subject():
-    (chain,) = chains_of_ada(ROWS)
-    assert [(t.subject_qid, t.pid, t.scope_anchor, t.gold_qids) for t in chain.turns] == [
-        ("Q1", "P108", "2010", ("Q2",)),
-        ("Q2", "P169", "2010", ("Q3",)),
-        ("Q3", "P102", "2010", ("Q9",)),
-        ("Q1", "P39", "2010", ("Q10",)),
-    ]
-    assert chain.turns[1].answer == "Bob" and "Ada" in chain.turns[3].question
-    assert chain.turns[1].question in default_templates().phrasings("P169", "about_previous")
+    """The return to Ada asks her office, not her party: its answer was Bob's."""
+    templates = default_templates()
+    hop = {
+        templates.render("P169", "cross_entity", index, subject="Acme (maker of anvils)")
+        for index in range(len(templates.phrasings("P169", "cross_entity")))
+    }
+    for seed in range(10):
+        (chain,) = chains_of_ada(ROWS, seed)
+        assert [(t.subject_qid, t.pid, t.scope_anchor, t.gold_qids) for t in chain.turns] == [
+            ("Q1", "P108", "2010", ("Q2",)),
+            ("Q2", "P169", "2010", ("Q3",)),
+            ("Q3", "P102", "2010", ("Q9",)),
+            ("Q1", "P39", "2010", ("Q10",)),
+        ]
+        assert chain.turns[1].answer == "Bob" and chain.turns[1].question in hop
+        assert "Bob" in chain.turns[2].question and "Ada" in chain.turns[3].question
+        assert all(turn.scope_dependent for turn in chain.turns[1:])
+
+
+def test_a_hop_whose_answer_does_not_depend_on_the_year_is_not_asked():
+    """Bob was always in the Anvil Party: after Acme's CEO the chain returns to Ada."""
+    rows = [row for row in ROWS if row[:2] != ("Q3", "P102") or row[2] == 2010]
+    for seed in range(10):
+        chains = chains_of_ada(rows, seed)
+        assert chains and all(
+            all(turn.scope_dependent for turn in chain.turns[1:]) for chain in chains
+        )
+        assert not [turn for chain in chains for turn in chain.turns if turn.subject_qid == "Q3"]
 
 
 def test_a_chain_that_cannot_reach_four_turns_or_has_an_ambiguous_bridge_is_not_made():
