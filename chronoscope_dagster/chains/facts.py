@@ -386,15 +386,17 @@ class SnapshotFacts:
 
     def scope_sensitive(self, subject: str, pid: str, anchor: str | None) -> bool:
         """Whether a question at ``anchor`` tests its scope: its gold is not today's value
-        (``drifts``), or, with no present-day value, differs from the gold of another whole
-        year. A gold that holds today as well cannot tell a kept scope from a lost one."""
+        (``drifts``), or, with no present-day value, shares nothing with the gold of the
+        pair's latest decided year (a dissolved company's last CEO is what a model answers
+        that ignores the scope). A gold that holds today, or last held, cannot tell a kept
+        scope from a lost one."""
         gold = self.gold(subject, pid, anchor)
         if gold is None or anchor is None:
             return False
         if self.present.get((subject, pid)):
             return self.drifts(subject, pid, anchor)
-        held = set(gold.qids)
-        return any(set(other.qids) != held for other in self.year_golds(subject, pid).values())
+        years = self.year_golds(subject, pid)
+        return bool(years) and not set(gold.qids) & set(years[max(years)].qids)
 
     def is_person(self, qid: str) -> bool | None:
         """Whether the entity is a person (an ``instance of`` among the property list's

@@ -25,7 +25,7 @@ class Turn:
     ``rival_labels``: labels and aliases of the other values the subject's property had at
     any time of the snapshot (an answer naming one beside the gold hedges).
     ``scope_dependent``: an implicit turn whose gold at its scope is not today's value (or,
-    with no value today, differs from another year's gold): only a kept scope answers it.
+    with no value today, shares nothing with the latest year's): only a kept scope answers it.
     """
 
     question: str

@@ -4,8 +4,8 @@ One input row is one scored (chain, turn). The metric names are the reference ev
 (spec 4.9), their meaning this project's, plus the headline ``scope_acc_at1``:
 
 - ``scope_acc_at1`` is Acc@1 over the scope-dependent scored turns (``scope_dependent``: an
-  implicit turn whose gold at its scope is not today's value, or, with no value today, differs
-  from another year's gold; DESIGN decision 11). Only a system that carries the scope answers
+  implicit turn whose gold at its scope is not today's value, or, with no value today, shares
+  nothing with the latest year's gold; DESIGN decision 11). Only a system that carries the scope answers
   them: one answering today's value, or "I don't know" where there is none, scores 0. The
   paper's ``acc_at1`` also counts the turns that state their own scope and is kept for
   comparison with the paper;

@@ -31,7 +31,7 @@ HEADLINE = {
 HEADLINE_TEXT = (
     "Scope Acc@1 is Acc@1 over the scored turns that only a kept time scope answers: implicit "
     "turns whose gold at their scope is not today's value (or, where there is no value today, "
-    "differs from another year's gold); its n is the number of those turns. A system that "
+    "shares nothing with the latest year's gold); its n is the number of those turns. A system that "
     "knows every fact but never carries a scope (`scope_blind`) and one that answers today's "
     "value (`present_day`) score 0 on it by construction, the oracle 1. The paper's Acc@1, "
     "over every scored turn, is dominated by turns that state their own scope; it is kept "

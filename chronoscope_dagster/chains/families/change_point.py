@@ -18,7 +18,7 @@ askable properties of the subject. The candidates are (y1, y2, q, r) with
 y1 != y2 whole years from 1950 to the snapshot year where every turn's gold
 is verbalizable, every implicit turn depends on its scope
 (``common.sensitivity``: its gold is not today's value, or, with none today,
-differs from another year's), and no turn's gold shares a value with an earlier turn's: no
+shares nothing with the latest year's), and no turn's gold shares a value with an earlier turn's: no
 answer can be copied from the conversation, and the override's answer is not
 turn 2's. They are drawn from the item's generator among the best tier (the
 most drift-eligible implicit turns first, ``common``). No turn re-asks an

@@ -21,7 +21,7 @@ implicit. A first pass keeps only
 drift-eligible follow-ups (today's value is wrong at Y); the first year that
 keeps at least ``MIN_TURNS`` turns is used, else a second pass accepts any
 scope-sensitive follow-up (its gold is not today's value, or, with none today,
-differs from another year's). A follow-up whose gold does not depend on the
+shares nothing with the latest year's). A follow-up whose gold does not depend on the
 year (an instance of, a membership that still holds) is never asked: it could
 be answered without the scope. The length is drawn uniformly between
 ``MIN_TURNS`` and ``min(MAX_TURNS, kept)``: the paper's chains run from 3 to 6

@@ -14,7 +14,7 @@ from tests.chain_helpers import facts_from_rows
 
 DIGIT = re.compile(r"\d")
 NAMES = {"Q1": "Ruritania", "Q2": "Zenda", "Q3": "Graustark", "Q10": "Rudolf", "Q11": "Flavia",
-         "Q20": "Michael", "Q21": "Rupert", "Q30": "Strelsau", "Q31": "Elphberg"}  # fmt: skip
+         "Q12": "Fritz", "Q20": "Michael", "Q21": "Rupert", "Q22": "Sapt", "Q30": "Strelsau", "Q31": "Elphberg"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotF
 
 
 def test_family_holds_dated_chains_of_complement_pairs_that_test_the_year(chains, sample_facts):
-    assert len(chains) >= 50
+    assert len(chains) >= 40
     drifting = 0
     for chain in chains:
         first, second = chain.turns
@@ -83,11 +83,11 @@ def test_small_facts_give_the_exact_chains():
         [(t.subject_qid, t.pid, t.scope_anchor, t.gold_qids, t.is_explicit) for t in c.turns]
         for c in chains
     ]
+    # P6's gold in 2001 is its latest year's: a follow-up on it is answered without the scope
     assert got == [
         [("Q1", "P6", "2001", ("Q11", "Q10"), True), ("Q1", "P35", "2001", ("Q20",), False)],
-        [("Q1", "P35", "2001", ("Q20",), True), ("Q1", "P6", "2001", ("Q11", "Q10"), False)],
     ]
-    assert facts.drops["scope_insensitive"] == 0
+    assert facts.drops["scope_insensitive"] == 1
     templates = default_templates()
     first = chains[0].turns[0]
     assert first.question in {
@@ -115,11 +115,12 @@ def test_a_follow_up_that_holds_today_or_an_answer_of_the_subjects_kind_is_not_a
 
 def test_turn_two_never_answers_what_turn_one_did():
     """In 2001 Rudolf headed both state and government: turn 2 would copy turn 1, so only
-    2000 and 2002 are asked."""
+    2000 and 2002 are asked (2003, the latest year, is answered without the scope)."""
     rows = [
         ("2000", "Q1", "P6", ["Q10"]), ("2001", "Q1", "P6", ["Q10"]), ("2002", "Q1", "P6", ["Q11"]),
         ("2000", "Q1", "P35", ["Q20"]), ("2001", "Q1", "P35", ["Q10"]),
-        ("2002", "Q1", "P35", ["Q21"]),
+        ("2002", "Q1", "P35", ["Q21"]), ("2003", "Q1", "P6", ["Q12"]),
+        ("2003", "Q1", "P35", ["Q22"]),
     ]  # fmt: skip
     years = set()
     for seed in range(20):

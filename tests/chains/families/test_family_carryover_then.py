@@ -27,7 +27,7 @@ def small_facts(rows: list[tuple[str | None, str, str, list[str]]]) -> SnapshotF
 
 
 def test_family_holds_dated_complement_pairs_at_one_year(chains, sample_facts):
-    assert len(chains) >= 50
+    assert len(chains) >= 40
     for chain in chains:
         first, second = chain.turns
         assert chain.family == "carryover_then" and chain.length == 2
@@ -74,6 +74,5 @@ def test_small_facts_give_the_exact_chains_and_skip_timeless_pairs():
         for c in chains
     ] == [
         [("Q1", "P6", "2001", ("Q11",), True), ("Q1", "P35", "2001", ("Q20",), False)],
-        [("Q1", "P35", "2001", ("Q20",), True), ("Q1", "P6", "2001", ("Q11",), False)],
-    ]
-    assert [c.turns[1].answer for c in chains] == ["Michael", "Flavia"]
+    ]  # P6's 2001 gold is its latest year's: answered without the scope, never a follow-up
+    assert [c.turns[1].answer for c in chains] == ["Michael"]

@@ -17,7 +17,8 @@ from tests.chain_helpers import facts_from_rows
 MANY = {f"Q{n}": f"Person {chr(55 + n)}" for n in range(10, 31)}
 DIGIT = re.compile(r"\d")
 NAMES = {"Q1": "Acme", "Q2": "Globex", "Q10": "Hank Scorpio", "Q11": "Mindy Simmons",
-         "Q12": "Homer Simpson", "Q20": "Initech", "Q21": "Initrode", "Q30": "Springfield",
+         "Q12": "Homer Simpson", "Q13": "Waylon Smithers", "Q14": "Lenny Leonard",
+         "Q20": "Initech", "Q22": "Intertrode", "Q33": "Ogdenville", "Q21": "Initrode", "Q30": "Springfield",
          "Q31": "Shelbyville", "Q32": "Capital City", "Q40": "Freedonia",
          "Q41": "business", "Q42": "Chamber of Commerce"}  # fmt: skip
 ACME = [
@@ -28,11 +29,14 @@ ACME = [
     ("2000", "Q1", "P276", ["Q32"]), ("2001", "Q1", "P276", ["Q32"]),
     ("2000", "Q1", "P463", ["Q42"]), ("2001", "Q1", "P463", ["Q42"]),
     (None, "Q1", "P17", ["Q40"]),
+    ("2002", "Q1", "P169", ["Q13"]), ("2002", "Q1", "P488", ["Q14"]),
+    ("2002", "Q1", "P127", ["Q22"]), ("2002", "Q1", "P131", ["Q33"]),
     ("2001", "Q2", "P169", ["Q10"]), ("2001", "Q2", "P127", ["Q20"]), (None, "Q2", "P17", ["Q40"]),
 ]  # fmt: skip
 """Acme's CEO, chair, owner and division changed from 2000 to 2001 (in 2001 one person was
-CEO and chair), its location and membership did not, and its country has no date; Globex has
-one year."""
+CEO and chair) and again in 2002 (its latest year: what a model ignoring the scope answers,
+so never asked), its location and membership did not, and its country has no date; Globex
+has one year."""
 
 
 @pytest.fixture(scope="module")
