@@ -100,15 +100,20 @@ class BlindSystem(OracleSystem):
         self.models = fitted_halves(blind_chains(turns), self.seed, self.threads)
 
     def complete(self, requests: Sequence[ChatRequest], decoding: Decoding) -> list[Completion]:
-        if self.models is None:
-            raise BackendError("the blind system answers only after fit() on the benchmark")
+        """A request without a view (the probe's) has no structure to read: its answer is
+        empty."""
         answers = [""] * len(requests)
         by_half: dict[int, list[int]] = {0: [], 1: []}
         for index, request in enumerate(requests):
             if request.view is None:
-                raise BackendError("the blind system needs each request's view")
+                continue
+            if self.models is None:
+                raise BackendError("the blind system answers only after fit() on the benchmark")
             by_half[self._half(request.subjects)].append(index)
         for half, indexes in by_half.items():
+            if not indexes:
+                continue
+            assert self.models is not None
             found = self.models[half].answer_all([requests[i].view for i in indexes])
             for index, answer in zip(indexes, found, strict=True):
                 answers[index] = answer
