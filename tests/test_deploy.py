@@ -85,6 +85,7 @@ def test_the_deployment_instance_keeps_runs_in_postgres(postgres_database, tmp_p
             echo=lambda _: None,
         )
         assert sorted(instance.get_dynamic_partitions("model")) == [
+            "blind",
             "copy_previous",
             "oracle",
             "present_day",

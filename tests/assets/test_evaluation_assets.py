@@ -21,7 +21,7 @@ from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
 
-MODELS = ("local", "oracle", "present_day", "copy_previous", "scope_blind")
+MODELS = ("local", "oracle", "present_day", "copy_previous", "scope_blind", "blind")
 
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
@@ -313,7 +313,7 @@ def test_report_command_refreshes_from_what_is_materialized(sample_home, tmp_pat
     shutil.rmtree(home / "report")
     assert main(["report", "--home", str(home)]) == 0
     out = capsys.readouterr().out
-    assert "## Main results" in out and "| oracle | 1.000 |" in out
+    assert "## Main results" in out and "| oracle | 1.000 (n=" in out
     assert str(home / "report" / "report.html") in out
     assert (home / "report" / "report.html").exists()
     assert main(["report", "--home", str(tmp_path / "empty")]) == 2

@@ -13,7 +13,9 @@ from chronoscope_dagster.llm.registry import (
 
 def test_shipped_registry_has_the_embedded_model_and_the_reference_systems():
     specs = {spec.name: spec for spec in load_registry()}
-    assert list(specs) == ["local", "oracle", "present_day", "copy_previous", "scope_blind"]
+    assert list(specs) == [
+        "local", "oracle", "present_day", "copy_previous", "scope_blind", "blind"
+    ]  # fmt: skip
     assert specs["local"].backend == "local"
     assert specs["local"].model == "smollm2-135m-instruct"
     assert specs["local"].decoding == Decoding(max_new_tokens=24, temperature=0.0, k=1)
