@@ -246,9 +246,13 @@ def test_metrics_leaderboard_and_report(sample_home):
         assert knowledge[("scope_blind", setting, "known_rate_at1")]["value"] == 1.0
         assert knowledge[("scope_blind", setting, "scope_loss_rate_eligible_at1")]["value"] == 1.0
         assert knowledge[("scope_blind", setting, "drift_given_known_at1")]["value"] == 1.0
-        for metric in ("known_rate_at1", "scope_loss_rate_at1"):
-            local = knowledge[("local", setting, metric)]
-            assert local["ci_low"] <= local["value"] <= local["ci_high"]
+        local = knowledge[("local", setting, "known_rate_at1")]
+        assert local["ci_low"] <= local["value"] <= local["ci_high"]
+        # the embedded model may know alone no implicit turn of the test's small sample: its
+        # scope-loss rate then has no denominator and is left out (the references' rows above
+        # hold the rate to its meaning)
+        loss = knowledge.get(("local", setting, "scope_loss_rate_at1"))
+        assert loss is None or loss["ci_low"] <= loss["value"] <= loss["ci_high"]
     assert "## Known alone, lost in conversation, drifted to today" in markdown
     assert "| scope_blind | Gold context | 1.000" in markdown
     table3 = markdown.split("## Main results")[1].split("## Paired comparisons")[0]
