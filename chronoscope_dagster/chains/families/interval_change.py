@@ -12,7 +12,7 @@ Structure (4 to 6 turns):
 5. where turn 4 is "yes", explicit update, entity: p at y2 (after a "no" its
    gold would be turn 2's: the conversation would answer it);
 6. after turn 5, with probability 1 - ``SHORT_SHARE``, implicit, entity: r at
-   y2, whose gold differs from r's at y1.
+   y2, whose gold differs from r's at y1 and depends on the year.
 No entity turn's gold shares a value with an earlier entity turn's.
 
 Rule: for each single-holder property p (``functional``: a change of value
@@ -210,7 +210,8 @@ def _follows(
     facts: SnapshotFacts, templates: Templates, subject: str, pid: str, other: str, y1: int, y2: int
 ) -> bool:
     """Whether r can be asked again, implicitly, at y2: a labelled gold unlike r's at y1 and
-    p's at y2, and a clean reference after p's answer at y2."""
+    p's at y2 that depends on the year (``common.sensitivity``: not today's value), and a
+    clean reference after p's answer at y2."""
     gold, before, held = (
         facts.gold(subject, other, str(y2)),
         facts.gold(subject, other, str(y1)),
@@ -223,5 +224,6 @@ def _follows(
         and facts.verbalizable(gold.qids)
         and set(gold.qids) != set(before.qids)
         and not set(gold.qids) & set(held.qids)
+        and sensitivity(facts, subject, other, str(y2)) > 0
         and refers_cleanly(facts, templates, subject, other, held.canonical)
     )
