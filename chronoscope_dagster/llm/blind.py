@@ -276,9 +276,6 @@ class BlindModel:
                 picked.append("right" if _fold(answer) in accepted else "wrong")
         self.entities = _Classifier(rows, picked, seed)
 
-    def answer(self, view: View) -> str:
-        return self.answer_all([view])[0]
-
     def answer_all(self, views: Sequence[View]) -> list[str]:
         """The answers to many views, classified in one batch per kind."""
         answers = [""] * len(views)
@@ -375,10 +372,19 @@ def half_of(subject: str, seed: int) -> int:
     return digest[0] & 1
 
 
-def chain_half(chain: BlindChain, seed: int) -> int | None:
+def subjects_half(subjects: frozenset[str], seed: int) -> int | None:
     """The half all of a chain's subjects fall in, or None when they fall in both."""
-    halves = {half_of(subject, seed) for subject in chain.subjects}
+    halves = {half_of(subject, seed) for subject in subjects}
     return halves.pop() if len(halves) == 1 else None
+
+
+def answering_half(subjects: frozenset[str], seed: int) -> int:
+    """The half whose model answers a chain of these subjects: the one that holds them, or,
+    where they fall in both, that of the first subject by QID number."""
+    half = subjects_half(subjects, seed)
+    if half is not None:
+        return half
+    return half_of(min(subjects, key=lambda qid: int(qid[1:])), seed)
 
 
 @dataclass(frozen=True)
@@ -395,45 +401,61 @@ class BlindResult:
         return self.right / self.turns if self.turns else 0.0
 
 
+def _examples_by_half(chains: Sequence[BlindChain], seed: int) -> dict[int, list[Example]]:
+    """The scored turns of the chains whose subjects fall in one half, by half."""
+    halves: dict[int, list[Example]] = {0: [], 1: []}
+    for chain in chains:
+        half = subjects_half(chain.subjects, seed)
+        if half is not None:
+            halves[half].extend(chain.examples())
+    return halves
+
+
+def _fit(halves: dict[int, list[Example]], seed: int, threads: int) -> dict[int, BlindModel]:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(threads):
+        return {half: BlindModel(halves[1 - half], seed) for half in (0, 1)}
+
+
 def fitted_halves(
     chains: Sequence[BlindChain], seed: int, threads: int = 1
 ) -> dict[int, BlindModel]:
     """The model trained on each half, keyed by the half it answers (the other one), with
     ``threads`` threads for the classifiers."""
-    from threadpoolctl import threadpool_limits
+    return _fit(_examples_by_half(chains, seed), seed, threads)
 
-    halves: dict[int, list[Example]] = {0: [], 1: []}
-    for chain in chains:
-        half = chain_half(chain, seed)
-        if half is not None:
-            halves[half].extend(chain.examples())
-    with threadpool_limits(threads):
-        return {half: BlindModel(halves[1 - half], seed) for half in (0, 1)}
+
+def _answered_out_of_fold(turns: pa.Table, seed: int, threads: int) -> list[tuple[Example, str]]:
+    """Every scored turn of the chains within one half, with the answer of the model trained
+    on the other half."""
+    halves = _examples_by_half(blind_chains(turns), seed)
+    models = _fit(halves, seed, threads)
+    return [
+        pair
+        for half, examples in halves.items()
+        for pair in zip(examples, models[half].answer_all([e.view for e in examples]), strict=True)
+    ]
+
+
+def _results(answered: list[tuple[Example, str]]) -> list[BlindResult]:
+    """Per (family, kind), by family then kind: turns answered and how many right."""
+    totals: Counter[tuple[str, str]] = Counter()
+    right: Counter[tuple[str, str]] = Counter()
+    for example, answer in answered:
+        key = (example.view.current.family, example.view.current.kind)
+        totals[key] += 1
+        right[key] += correct(answer, example)
+    return [
+        BlindResult(family, kind, totals[(family, kind)], right[(family, kind)])
+        for family, kind in sorted(totals)
+    ]
 
 
 def cross_fitted(turns: pa.Table, seed: int = 0, threads: int = 1) -> list[BlindResult]:
     """The blind system's accuracy on every chain whose subjects fall in one half, answered
     by the model trained on the other half; per (family, kind), by family then kind."""
-    chains = blind_chains(turns)
-    models = fitted_halves(chains, seed, threads)
-    totals: Counter[tuple[str, str]] = Counter()
-    right: Counter[tuple[str, str]] = Counter()
-    for half, model in models.items():
-        examples = [
-            example
-            for chain in chains
-            if chain_half(chain, seed) == half
-            for example in chain.examples()
-        ]
-        answers = model.answer_all([example.view for example in examples])
-        for example, answer in zip(examples, answers, strict=True):
-            key = (example.view.current.family, example.view.current.kind)
-            totals[key] += 1
-            right[key] += correct(answer, example)
-    return [
-        BlindResult(family, kind, totals[(family, kind)], right[(family, kind)])
-        for family, kind in sorted(totals)
-    ]
+    return _results(_answered_out_of_fold(turns, seed, threads))
 
 
 BLIND_COLUMNS = ("blind_turns", "blind_entity_turns", "blind_entity_acc", "blind_yes_no_turns",
@@ -459,8 +481,9 @@ def validity_figures(
     the family has no turn of the kind) and each kind's turns (``blind_<kind>_turns``). The
     count bound is the modal count's share among the scored count turns answered, plus
     ``COUNT_MARGIN``."""
-    results = cross_fitted(turns, seed, threads)
-    modal = _modal_shares(turns, seed)
+    answered = _answered_out_of_fold(turns, seed, threads)
+    results = _results(answered)
+    modal = _modal_shares([example for example, _ in answered])
     families = sorted({result.family for result in results})
     figures = {}
     for family in [*families, "overall"]:
@@ -477,18 +500,15 @@ def validity_figures(
     return figures
 
 
-def _modal_shares(turns: pa.Table, seed: int) -> dict[str, float]:
-    """Per family and overall, the modal answer's share of the scored count turns that the
-    cross-fitting answers (those of chains within one half)."""
+def _modal_shares(examples: list[Example]) -> dict[str, float]:
+    """Per family and overall, the modal answer's share of the scored count turns among
+    ``examples``."""
     counts: dict[str, Counter[str]] = {"overall": Counter()}
-    for chain in blind_chains(turns):
-        if chain_half(chain, seed) is None:
-            continue
-        for example in chain.examples():
-            if example.view.current.kind == "count":
-                family = example.view.current.family
-                counts.setdefault(family, Counter())[example.answer] += 1
-                counts["overall"][example.answer] += 1
+    for example in examples:
+        if example.view.current.kind == "count":
+            family = example.view.current.family
+            counts.setdefault(family, Counter())[example.answer] += 1
+            counts["overall"][example.answer] += 1
     return {
         family: max(found.values()) / sum(found.values())
         for family, found in counts.items()

@@ -18,7 +18,7 @@ from chronoscope_dagster.llm.base import (
     Completion,
     Decoding,
 )
-from chronoscope_dagster.llm.blind import BlindModel, blind_chains, fitted_halves, half_of
+from chronoscope_dagster.llm.blind import BlindModel, answering_half, blind_chains, fitted_halves
 
 NO_PRESENT_VALUE = "I don't know"
 
@@ -109,7 +109,7 @@ class BlindSystem(OracleSystem):
                 continue
             if self.models is None:
                 raise BackendError("the blind system answers only after fit() on the benchmark")
-            by_half[self._half(request.subjects)].append(index)
+            by_half[answering_half(request.subjects, self.seed)].append(index)
         for half, indexes in by_half.items():
             if not indexes:
                 continue
@@ -118,9 +118,3 @@ class BlindSystem(OracleSystem):
             for index, answer in zip(indexes, found, strict=True):
                 answers[index] = answer
         return [Completion(candidates=(answer,) * decoding.k) for answer in answers]
-
-    def _half(self, subjects: frozenset[str]) -> int:
-        halves = {half_of(subject, self.seed) for subject in subjects}
-        if len(halves) == 1:
-            return halves.pop()
-        return half_of(min(subjects, key=lambda qid: int(qid[1:])), self.seed)
