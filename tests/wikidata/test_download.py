@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import logging
 import random
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from chronoscope_dagster.wikidata.download import DownloadError, fetch_dump
+from chronoscope_dagster.wikidata.download import DownloadError, fetch_dump, redact_url
 
 NAME = "wikidata-20250101-all.json.gz"
 PAYLOAD = random.Random(1234).randbytes(3 * 1024 * 1024 + 517)
@@ -28,9 +31,14 @@ class ServerState:
     honour_range: bool = True
     refuse_ranges: bool = False
     validators: bool = True
+    range_from_zero: str | None = None
+    """On a range request, answer 206 from byte 0 anyway: with the ``whole`` body and its
+    total, the ``whole`` body and an unknown total (``whole_unknown_total``), or as many bytes
+    as were asked for (``short``)."""
     failures: list[int] = field(default_factory=list)
     requests: list[tuple[str, str | None]] = field(default_factory=list)
     conditional: list[str] = field(default_factory=list)
+    authorization: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def seen(self, path: str) -> list[str | None]:
@@ -47,15 +55,18 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         state = self.server.state  # type: ignore[attr-defined]
         range_header = self.headers.get("Range")
+        path = urllib.parse.urlsplit(self.path).path
         with state.lock:
-            state.requests.append((self.path, range_header))
-            is_file = self.path.lstrip("/") in state.files
+            state.requests.append((path, range_header))
+            if self.headers.get("Authorization"):
+                state.authorization.append(self.headers["Authorization"])
+            is_file = path.lstrip("/") in state.files
             failure = state.failures.pop(0) if is_file and state.failures else None
             cut = state.cuts.pop(0) if is_file and state.cuts else None
         if failure is not None:
             self.send_error(failure)
             return
-        data = state.files.get(self.path.lstrip("/"))
+        data = state.files.get(path.lstrip("/"))
         if data is None:
             self.send_error(404)
             return
@@ -76,6 +87,9 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         start = 0
+        if range_header and state.range_from_zero:
+            self._answer_from_zero(data, range_header, etag, state.range_from_zero)
+            return
         if range_header and state.honour_range:
             start = int(range_header.removeprefix("bytes=").split("-")[0])
             if start >= len(data):
@@ -96,6 +110,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body if cut is None else body[:cut])
         self.wfile.flush()
+
+    def _answer_from_zero(self, data: bytes, range_header: str, etag: str, how: str) -> None:
+        asked = len(data) - int(range_header.removeprefix("bytes=").split("-")[0])
+        body = data[:asked] if how == "short" else data
+        total = "*" if how == "whole_unknown_total" else str(len(data))
+        self.send_response(206)
+        self.send_header("Content-Range", f"bytes 0-{len(body) - 1}/{total}")
+        self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 @pytest.fixture
@@ -364,3 +389,94 @@ def test_local_path_is_returned_as_is(tmp_path):
 def test_missing_local_path(tmp_path):
     with pytest.raises(DownloadError, match="dump not found"):
         fetch_dump(str(tmp_path / "absent.json.gz"), tmp_path)
+
+
+@pytest.mark.parametrize("how", ["whole", "whole_unknown_total", "short"])
+def test_206_whose_content_range_starts_at_0_on_resume_is_never_appended(server, tmp_path, how):
+    base, state = server
+    state.cuts = [1_000_000]
+    state.range_from_zero = how
+    fetched = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=4, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD
+    assert fetched.resumed_attempts == 0
+    assert state.seen(f"/{NAME}") == [None, "bytes=1000000-", None]
+    assert _leftovers(tmp_path) == [NAME]
+    again = fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
+    assert not again.downloaded and again.path.read_bytes() == PAYLOAD
+
+
+def test_206_whose_content_range_starts_at_0_never_completes_a_partial_file(server, tmp_path):
+    base, state = server
+    directory = _cached(tmp_path, f"{base}/{NAME}")
+    directory.mkdir()
+    (directory / f"{NAME}.part").write_bytes(PAYLOAD[:1_000_000])
+    state.range_from_zero = "short"
+    with pytest.raises(DownloadError, match="Content-Range"):
+        fetch_dump(f"{base}/{NAME}", tmp_path, max_attempts=1, timeout=10)
+    assert _leftovers(tmp_path) == []
+
+
+SECRETS = ("secret123", "hunter2pw")
+
+
+def _files_under(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.is_file()]
+
+
+def test_signed_url_query_and_userinfo_never_reach_files_errors_or_logs(server, tmp_path, caplog):
+    base, state = server
+    caplog.set_level(logging.DEBUG)
+    host = base.removeprefix("http://")
+    signed = f"http://reader:hunter2pw@{host}/{NAME}?X-Amz-Signature=secret123&X-Amz-Expires=60"
+    listing = f"{base}/md5sums.txt?X-Amz-Signature=secret123"
+    target = tmp_path / "dl"
+    fetched = fetch_dump(signed, target, checksums=listing, max_attempts=2, timeout=10)
+    assert fetched.path.read_bytes() == PAYLOAD and fetched.verified
+    assert fetched.source == f"http://<redacted>@{host}/{NAME}?<redacted>"
+    assert state.authorization == ["Basic " + base64.b64encode(b"reader:hunter2pw").decode()]
+    state.failures = [503]
+    errors = []
+    for url, attempts, listing_url in (
+        (signed.replace(NAME, "missing.json.gz"), 3, None),
+        (signed.replace(NAME, "other.json.bz2"), 1, None),
+        (f"{signed} with a space", 1, None),
+        (signed, 1, f"{base}/nope.txt?sig=secret123"),
+        (signed.replace(NAME, "other.json.bz2"), 1, f"{base}/sha1sums.txt?sig=secret123"),
+    ):
+        with pytest.raises(DownloadError) as error:
+            fetch_dump(url, target, checksums=listing_url, max_attempts=attempts, timeout=10)
+        errors.append(error.value)
+    texts = [repr(fetched), *(f"{e!r} {e.__cause__!r}" for e in errors)]
+    texts += [path.read_bytes().decode("latin-1") for path in _files_under(target)]
+    texts += [str(path) for path in target.rglob("*")]
+    texts += [record.getMessage() for record in caplog.records]
+    assert "<redacted>" in str(errors[0])
+    leaks = [text[:200] for text in texts for secret in SECRETS if secret in text]
+    assert leaks == []
+
+
+@pytest.mark.parametrize(
+    ("url", "redacted"),
+    [
+        ("https://u:p@h.example:8443/a/b.json.gz?sig=s#frag", "https://<redacted>@h.example:8443/a/b.json.gz?<redacted>#<redacted>"),
+        ("https://h.example/a/b.json.gz?", "https://h.example/a/b.json.gz"),
+        ("http://[::1]:80/x.json.gz?X-Amz-Signature=1", "http://[::1]:80/x.json.gz?<redacted>"),
+        ("https://h.example/plain.json.gz", "https://h.example/plain.json.gz"),
+        ("/data/dump.json.gz", "/data/dump.json.gz"),
+    ],
+)  # fmt: skip
+def test_redact_url(url, redacted):
+    assert redact_url(url) == redacted
+
+
+@pytest.mark.parametrize(
+    "path", ["/dumps/..", "/dumps/.", "/", "", "/dumps/", "/dumps/%2E%2E", f"/{'x' * 300}"]
+)
+def test_url_without_a_usable_file_name_is_a_clear_error_before_any_request(server, tmp_path, path):
+    base, state = server
+    url = f"{base}{path}?X-Amz-Signature=secret123"
+    with pytest.raises(ValueError, match="file name") as error:
+        fetch_dump(url, tmp_path / "dl", checksums=f"{base}/md5sums.txt")
+    assert redact_url(url) in str(error.value) and "secret123" not in str(error.value)
+    assert state.requests == []
+    assert not (tmp_path / "dl").exists()
