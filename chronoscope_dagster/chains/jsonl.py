@@ -19,6 +19,12 @@ setting's) is read from the file when it holds one (this project's export), else
 from the templates as for generated chains (``chains.explicit``, seeded by ``seed`` and the
 chain id); where it cannot be (a property without templates, a yes/no turn whose asked
 value has no label in the file) it is null and counted as ``no_explicit_question:<reason>``.
+
+Every field read is validated first, so one bad line never stops the import: a line is a
+chain or is rejected, counted as ``rejected:<reason>`` (``bad_json``, ``not_an_object``,
+``no_turns``, ``missing_field:<f>``, ``empty:<f>``, ``bad_type:<f>``, ``bad_value:<f>``,
+``out_of_range:<f>``; a turn's field is named without its index), and ``chains`` plus the
+rejections equal ``lines`` (the non-blank lines). Years lie in -9999..9999.
 """
 
 from __future__ import annotations
@@ -27,10 +33,14 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from datetime import date
 from pathlib import Path
+from typing import Annotated, Literal
 
 import orjson
 import pyarrow as pa
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import PydanticCustomError
 
 from chronoscope_dagster.chains.explicit import explicit_question, slot_and_values
 from chronoscope_dagster.chains.model import Turn
@@ -38,6 +48,97 @@ from chronoscope_dagster.chains.records import MERGED_TURNS_SCHEMA
 from chronoscope_dagster.chains.templates import Templates, default_templates
 
 YEAR = re.compile(r"\b(1[0-9]|20)\d\d\b")
+MAX_YEAR = 9999
+MAX_TURNS = 1000
+_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def _not_a_bool(value: object) -> object:
+    if isinstance(value, bool):
+        raise PydanticCustomError("bool_not_a_year", "a year, not true or false")
+    return value
+
+
+def _real_day(anchor: str) -> str:
+    if _DAY.match(anchor):
+        try:
+            date.fromisoformat(anchor)
+        except ValueError:
+            raise PydanticCustomError(
+                "bad_value", "no such day: {anchor}", {"anchor": anchor}
+            ) from None
+    return anchor
+
+
+Year = Annotated[int, BeforeValidator(_not_a_bool), Field(ge=-MAX_YEAR, le=MAX_YEAR)]
+Name = Annotated[str, Field(min_length=1)]
+Anchor = Annotated[str, AfterValidator(_real_day)]
+
+
+class _TurnLine(BaseModel):
+    """The fields of a turn that import reads (others are ignored); null is absent."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    question: Name
+    answer: str
+    pid: Name
+    year: Year | None = None
+    scope_end_year: Year | None = None
+    scope_anchor: Anchor | None = None
+    answer_kind: Literal["entity", "yes_no", "count"] | None = None
+    subject_qid: str | None = None
+    subject_label: str | None = None
+    value_qid: str | None = None
+    value_label: str | None = None
+    present_day_answer: str | None = None
+    present_day_value_qid: str | None = None
+    drift_eligible: bool | None = None
+    is_explicit: bool | None = None
+    scope_dependent: bool | None = None
+    gold_qids: list[str] | None = None
+    gold_labels: list[str] | None = None
+    gold_aliases: list[str] | None = None
+    present_day_value_qids: list[str] | None = None
+    present_day_answers: list[str] | None = None
+    rival_labels: list[str] | None = None
+    asked_qid: str | None = None
+    asked_label: str | None = None
+    explicit_question: str | None = None
+
+
+class _ChainLine(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    chain_id: Name
+    family: Name
+    snapshot_year: Year | None = None
+    anchor_date: str | None = None
+    present_day_answer: str | dict[str, str | None] | None = None
+    turns: Annotated[list[_TurnLine], Field(max_length=MAX_TURNS)]
+
+
+_REASONS = {
+    "missing": "missing_field",
+    "string_too_short": "empty",
+    "greater_than_equal": "out_of_range",
+    "less_than_equal": "out_of_range",
+    "int_parsing_size": "out_of_range",
+    "finite_number": "out_of_range",
+    "too_long": "out_of_range",
+    "literal_error": "bad_value",
+    "bad_value": "bad_value",
+}
+
+
+def _rejection(error: ValidationError) -> str:
+    """The reason of a line's first error, named by field (a turn's without its index)."""
+    first = error.errors()[0]
+    where = first["loc"]
+    if not where:
+        return "not_an_object"
+    field = where[2] if where[0] == "turns" and len(where) > 2 else where[0]
+    return f"{_REASONS.get(first['type'], 'bad_type')}:{field}"
 
 
 def export_chains(turns: pa.Table) -> Iterator[bytes]:
@@ -127,27 +228,30 @@ def import_chains(
                 continue
             counts["lines"] += 1
             try:
-                record = orjson.loads(line)
-                turns = [_turn(record, turn) for turn in record["turns"]]
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-                counts[f"rejected:{type(error).__name__}"] += 1
+                record = _ChainLine.model_validate(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                counts["rejected:bad_json"] += 1
                 continue
-            if not turns:
+            except ValidationError as error:
+                counts[f"rejected:{_rejection(error)}"] += 1
+                continue
+            if not record.turns:
                 counts["rejected:no_turns"] += 1
                 continue
             counts["chains"] += 1
+            turns = [_turn(record, turn) for turn in record.turns]
             anchors = [t["scope_anchor"] for t in turns]
             head = {
-                "snapshot_year": record.get("snapshot_year"),
-                "chain_id": str(record["chain_id"]),
-                "family": str(record["family"]),
-                "anchor": str(record.get("anchor_date") or anchors[0] or "timeless"),
+                "snapshot_year": record.snapshot_year,
+                "chain_id": record.chain_id,
+                "family": record.family,
+                "anchor": record.anchor_date or anchors[0] or "timeless",
                 "chain_length": len(turns),
                 "scope_shifts": sum(a != b for a, b in itertools.pairwise(anchors)),
                 "implicit_share": sum(not t["is_explicit"] for t in turns) / len(turns),
                 "span_years": max(
                     (
-                        abs(int(record.get("snapshot_year") or y) - y)
+                        abs((record.snapshot_year or y) - y)
                         for y in (t["scope_year"] for t in turns)
                         if y is not None
                     ),
@@ -163,46 +267,43 @@ def import_chains(
     return pa.Table.from_pylist(rows, schema=MERGED_TURNS_SCHEMA), counts
 
 
-def _turn(record: dict, turn: dict) -> dict:
-    question, answer = str(turn["question"]), str(turn["answer"])
-    year = turn.get("year")
-    kind = turn.get("answer_kind") or "entity"
-    value_qid = turn.get("value_qid")
-    present_qid = turn.get("present_day_value_qid")
-    gold_qids = turn.get("gold_qids", [value_qid] if value_qid else [])
-    present_qids = turn.get("present_day_value_qids", [present_qid] if present_qid else [])
-    present_labels = turn.get("present_day_answers")  # this project's export, even empty
-    if present_labels is None:
-        present_labels = _present_label(record, turn)
+def _turn(record: _ChainLine, turn: _TurnLine) -> dict:
+    year = turn.year
+    value_qid, present_qid = turn.value_qid, turn.present_day_value_qid
     is_explicit = (
-        bool(turn["is_explicit"])
-        if "is_explicit" in turn
-        else bool(year is not None and YEAR.search(question))
+        turn.is_explicit
+        if turn.is_explicit is not None
+        else bool(year is not None and YEAR.search(turn.question))
     )
     return {
-        "question": question,
-        "answer": answer,
-        "answer_kind": kind,
-        "pid": str(turn["pid"]),
-        "subject_qid": turn.get("subject_qid") or "",
-        "subject_label": str(turn.get("subject_label") or ""),
-        "gold_qids": gold_qids,
-        "gold_labels": turn.get("gold_labels", [str(turn.get("value_label") or answer)]),
-        "gold_aliases": turn.get("gold_aliases", []),
-        "canonical_qid": turn.get("value_qid"),
-        "asked_qid": turn.get("asked_qid"),
-        "asked_label": turn.get("asked_label"),
-        "scope_year": int(year) if year is not None else None,
-        "scope_end_year": turn.get("scope_end_year"),
-        "scope_anchor": turn.get("scope_anchor") or (str(year) if year is not None else None),
+        "question": turn.question,
+        "answer": turn.answer,
+        "answer_kind": turn.answer_kind or "entity",
+        "pid": turn.pid,
+        "subject_qid": turn.subject_qid or "",
+        "subject_label": turn.subject_label or "",
+        "gold_qids": turn.gold_qids if turn.gold_qids is not None
+        else [value_qid] if value_qid else [],
+        "gold_labels": turn.gold_labels if turn.gold_labels is not None
+        else [turn.value_label or turn.answer],
+        "gold_aliases": turn.gold_aliases or [],
+        "canonical_qid": value_qid,
+        "asked_qid": turn.asked_qid,
+        "asked_label": turn.asked_label,
+        "scope_year": year,
+        "scope_end_year": turn.scope_end_year,
+        "scope_anchor": turn.scope_anchor or (str(year) if year is not None else None),
         "is_explicit": is_explicit,
-        "present_qids": present_qids,
-        "present_labels": present_labels,
-        "drift_eligible": bool(turn.get("drift_eligible", False)),
-        "explicit_question": turn.get("explicit_question"),
-        "rival_labels": [str(label) for label in turn.get("rival_labels") or ()],
-        "scope_dependent": bool(turn["scope_dependent"]) if "scope_dependent" in turn
-        else bool(turn.get("drift_eligible", False)) and not is_explicit,
+        "present_qids": turn.present_day_value_qids if turn.present_day_value_qids is not None
+        else [present_qid] if present_qid else [],
+        # this project's export holds the list, even empty; the authors' a label per turn or chain
+        "present_labels": turn.present_day_answers if turn.present_day_answers is not None
+        else _present_label(record, turn),
+        "drift_eligible": bool(turn.drift_eligible),
+        "explicit_question": turn.explicit_question,
+        "rival_labels": turn.rival_labels or [],
+        "scope_dependent": turn.scope_dependent if turn.scope_dependent is not None
+        else bool(turn.drift_eligible) and not is_explicit,
     }  # fmt: skip
 
 
@@ -228,12 +329,12 @@ def _explicit(
     return explicit_question(turn, templates, {}, seed=seed, chain_id=chain_id, turn_index=index)
 
 
-def _present_label(record: dict, turn: dict) -> list[str]:
-    if turn.get("present_day_answer"):
-        return [str(turn["present_day_answer"])]
-    chain_level = record.get("present_day_answer")
+def _present_label(record: _ChainLine, turn: _TurnLine) -> list[str]:
+    if turn.present_day_answer:
+        return [turn.present_day_answer]
+    chain_level = record.present_day_answer
     if isinstance(chain_level, str) and chain_level:
         return [chain_level]
-    if isinstance(chain_level, dict) and chain_level.get(turn.get("pid")):
-        return [str(chain_level[turn["pid"]])]
+    if isinstance(chain_level, dict) and chain_level.get(turn.pid):
+        return [str(chain_level[turn.pid])]
     return []

@@ -51,8 +51,8 @@ def test_reads_the_authors_records_and_counts_bad_lines(tmp_path):
     assert counts == {
         "lines": 3,
         "chains": 1,
-        "rejected:JSONDecodeError": 1,
-        "rejected:KeyError": 1,
+        "rejected:bad_json": 1,
+        "rejected:missing_field:family": 1,
     }
     first, second = table.to_pylist()
     assert (
