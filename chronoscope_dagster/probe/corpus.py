@@ -70,6 +70,8 @@ class Corpus:
         return text_sha256(self.text())
 
     def validate(self) -> list[Problem]:
+        if not self.items:
+            return [Problem(self.id, "empty", "the corpus holds no items")]
         return validate_items(self.items, self.specs)
 
     def select(self, question_ids: Iterable[str]) -> Corpus:
@@ -210,9 +212,12 @@ def export_corpus(corpus: Corpus, path: str | Path, *, with_specs: bool = True) 
 
 def read_corpus(path: str | Path, corpus_id: str | None = None) -> Corpus:
     """A corpus from a LongMemEval file, with its specs when a sidecar sits beside it (an
-    upstream file has none: its items are then judged from their answer text)."""
+    upstream file has none: its items are then judged from their answer text). A file with
+    no items is refused: a run over it would have nothing to score."""
     path = Path(path)
     items = tuple(load_items(path))
+    if not items:
+        raise CorpusError(f"{path}: holds no items (a probe needs at least one LongMemEval item)")
     sidecar = specs_path(path)
     specs: dict[str, AnswerSpec] = {}
     if sidecar.is_file():

@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import Any, cast
 
 from chronoscope_dagster.probe.agents import BlindFloor, OracleReader
-from chronoscope_dagster.probe.corpus import Corpus
+from chronoscope_dagster.probe.corpus import Corpus, CorpusError
 from chronoscope_dagster.probe.grounding import (
     AgentAnswer,
     DeliveredRecord,
@@ -199,6 +199,8 @@ def run_probe(
 ) -> ProbeRun:
     """Every arm over every item of ``corpus`` (use ``corpus.select(ids)`` for a subset),
     judged by the checker and, when given, the LLM judge."""
+    if not corpus.items:
+        raise CorpusError(f"corpus {corpus.id} holds no items: nothing to probe")
     chosen = [Arm(arm) for arm in arms]
     for arm in chosen:
         if arm is not Arm.ORACLE:

@@ -15,6 +15,8 @@ Rules (the ``rule`` of a :class:`Problem`):
   outside the gold sessions is marked;
 - ``date_like``: no question and no message holds date-like text (see ``dates``);
 - ``question_type``: one of the allowed types, when a list is given;
+- ``empty`` (of a whole corpus, ``Corpus.validate``; its item id is the corpus id): at
+  least one item;
 - with answer specs: ``derivation`` (every item has one, it names only gold sessions, and
   evaluating it against the item's timestamps gives the item's answer) and ``ambiguous`` (a
   yes/no or choice decision at least two days from its boundary, so neither the ±1-day
