@@ -191,10 +191,12 @@ def lifespans_well_formed(
         for year in years
     )
     with warehouse.connect(views=True) as connection:
+        # count_if is NULL over no rows: a dump without lifespan statements is a legitimate subset
         rows, bad_qid, bad_bound, bad_precision = connection.execute(
             f"""
-            SELECT count(*), count_if(NOT regexp_full_match(qid, '{QID_PATTERN}')),
-                   count_if(NOT ({bounds})), count_if(precision NOT BETWEEN 0 AND 14)
+            SELECT count(*), coalesce(count_if(NOT regexp_full_match(qid, '{QID_PATTERN}')), 0),
+                   coalesce(count_if(NOT ({bounds})), 0),
+                   coalesce(count_if(precision NOT BETWEEN 0 AND 14), 0)
             FROM lifespans WHERE snapshot_year IN ({sql_list(years, numeric=True)})
             """
         ).fetchone()
