@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import resource
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
 Result = TypeVar("Result")
+
+PR_SET_PDEATHSIG = 1
+PARENT_DEATH_SIGNAL = signal.SIGUSR1
+"""Sent by nothing but the kernel, so that a worker told to stop (SIGTERM) stops at once."""
+PARENT_POLL_SECONDS = 1.0
+PARENT_EXIT_SECONDS = 2.0
 
 
 def step_workers(requested: int | None, what: str) -> tuple[int | None, str | None]:
@@ -39,8 +51,58 @@ def in_own_process(work: Callable[[], Result]) -> Result:
     if not may_start_processes():
         return work()
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(1, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        1, mp_context=context, initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         return pool.submit(work).result()
+
+
+def die_with_parent(parent: int, cleanup: Callable[[], object] | None = None) -> None:
+    """Make this process, a worker started by process ``parent``, end when its parent ends,
+    however it ends (``kill -9`` too), after ``cleanup()``: a pool worker otherwise outlives
+    it, blocked on a pipe nobody will read or write again. Call it first thing in the worker
+    (a pool's initializer). On Linux the kernel sends ``PARENT_DEATH_SIGNAL`` when the thread
+    that started the worker ends (``PR_SET_PDEATHSIG``; the pools here are driven by the
+    thread that makes them); elsewhere a thread looks at the parent pid every second."""
+
+    def orphaned(*_: object) -> None:
+        _wait_for_parent_exit(parent)
+        if cleanup is not None and os.getppid() != parent:
+            cleanup()
+        os._exit(1)
+
+    signal.signal(PARENT_DEATH_SIGNAL, orphaned)
+    if not _set_parent_death_signal(PARENT_DEATH_SIGNAL):
+        threading.Thread(target=_watch_parent, args=(parent, orphaned), daemon=True).start()
+    if os.getppid() != parent:
+        orphaned()
+
+
+def _wait_for_parent_exit(parent: int) -> None:
+    """Wait until ``parent`` is no longer this process's parent, for at most
+    ``PARENT_EXIT_SECONDS``: the kernel signals the death of the thread that started this
+    process, and the parent's other threads may live a few moments more."""
+    deadline = time.monotonic() + PARENT_EXIT_SECONDS
+    while os.getppid() == parent and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _set_parent_death_signal(signum: int) -> bool:
+    """Whether the kernel will send ``signum`` to this process when its parent ends."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return False
+    args = (ctypes.c_ulong(signum), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    return prctl(ctypes.c_int(PR_SET_PDEATHSIG), *args) == 0
+
+
+def _watch_parent(parent: int, orphaned: Callable[[], None]) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    orphaned()
 
 
 class PeakMemory:

@@ -6,7 +6,9 @@ worker processes parse the blocks in place (only a slot's offset and length
 cross the pipe, never the block's bytes: pickling every block cost the parent
 more than the parse saved). The results come back in input order and are
 appended to Parquet files as they arrive, so memory holds a fixed ring and a few
-results, and the output does not depend on the number of workers. Formats:
+results, and the output does not depend on the number of workers. Workers end
+with the parent, however it ends, and the ring does not outlive the run
+(``block_ring``). Formats:
 ``.json.gz`` (one or several gzip members), ``.json.bz2`` (one or several
 streams), ``.jsonl.zst`` / ``.json.zst`` (every frame, not only the first) and
 uncompressed ``.json`` / ``.jsonl``; a directory is read as the sorted list of
@@ -19,7 +21,6 @@ import io
 import mmap
 import multiprocessing
 import os
-import tempfile
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chronoscope_dagster.parquet import RowGroupWriter
+from chronoscope_dagster.wikidata.block_ring import BlockRing, attach_ring
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
     LIFESPAN_DROPS,
@@ -244,10 +246,9 @@ def _extract_block(block: bytes) -> ChunkResult:
     return _worker_extractor.extract_lines(lines)
 
 
-def _attach_ring(path: str) -> None:
+def _attach_ring(path: str, parent: int) -> None:
     global _worker_ring
-    with open(path, "r+b") as file:
-        _worker_ring = mmap.mmap(file.fileno(), 0)
+    _worker_ring = attach_ring(path, parent)
 
 
 def _extract_slot(offset: int, length: int) -> ChunkResult:
@@ -310,12 +311,12 @@ def _results(
     slot_bytes = 2 * block_bytes
     slots = 2 * workers
     with (
-        _BlockRing(slots * slot_bytes) as ring,
+        BlockRing(slots * slot_bytes) as ring,
         ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_attach_ring,
-            initargs=(ring.path,),
+            initargs=(ring.path, os.getpid()),
         ) as pool,
     ):
         free = deque(range(0, slots * slot_bytes, slot_bytes))
@@ -337,41 +338,8 @@ def _results(
             yield in_flight.popleft()[0].result()
 
 
-class _BlockRing:
-    """A file mapped by the parent and by every worker, removed on exit: in ``/dev/shm``
-    where it has room for it twice over (a container's is often 64 MB, and writing past a
-    full tmpfs kills the process), else in the temporary directory."""
-
-    def __init__(self, size: int):
-        directory = "/dev/shm" if _free_bytes("/dev/shm") >= 2 * size else None
-        descriptor, self.path = tempfile.mkstemp(prefix="chronoscope-blocks-", dir=directory)
-        try:
-            os.ftruncate(descriptor, size)
-            self.memory = mmap.mmap(descriptor, size)
-        except BaseException:
-            os.unlink(self.path)
-            raise
-        finally:
-            os.close(descriptor)
-
-    def __enter__(self) -> _BlockRing:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.memory.close()
-        os.unlink(self.path)
-
-
 def _usable_cores() -> int:
     """The CPUs this process may run on (a container's cpuset), where the OS says."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-def _free_bytes(directory: str) -> int:
-    try:
-        stat = os.statvfs(directory)
-    except OSError:
-        return 0
-    return stat.f_bavail * stat.f_frsize if os.access(directory, os.W_OK) else 0
