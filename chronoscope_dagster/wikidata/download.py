@@ -91,7 +91,7 @@ def redact_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}{query}{fragment}"
 
 
-def _scrub(text: str, url: str) -> str:
+def redact_text(text: str, url: str) -> str:
     """``text`` (an error's, which may quote the request) with ``url``'s secrets redacted."""
     try:
         parts = urllib.parse.urlsplit(url)
@@ -188,7 +188,7 @@ def _download(
     for attempt in range(max_attempts):
         have = partial.stat().st_size if partial.exists() else 0
         known = _read_validators(validators, url)
-        request = _request(url)
+        request = url_request(url)
         if have:
             request.add_header("Range", f"bytes={have}-")
             if known:
@@ -226,23 +226,25 @@ def _download(
                 last_error = error
                 continue
             if error.code < 500 and error.code != 429:
-                reason = _scrub(str(error.reason), url)
+                reason = redact_text(str(error.reason), url)
                 raise DownloadError(f"{redact_url(url)}: HTTP {error.code} {reason}") from None
             last_error = error
         except (http.client.HTTPException, urllib.error.URLError, OSError) as error:
             last_error = error
         time.sleep(min(2**attempt * 0.2, 10))
-    cause = _scrub(str(last_error), url)
+    cause = redact_text(str(last_error), url)
     raise DownloadError(f"{redact_url(url)}: gave up after {max_attempts} attempts: {cause}")
 
 
-def _request(url: str) -> urllib.request.Request:
-    """A GET of ``url``. Credentials in it (``user:password@``) go in a Basic
+def url_request(url: str, method: str = "GET") -> urllib.request.Request:
+    """A request of ``url``. Credentials in it (``user:password@``) go in a Basic
     ``Authorization`` header that a redirect does not forward to another host."""
     parts = urllib.parse.urlsplit(url)
     userinfo, at, host = parts.netloc.rpartition("@")
     request = urllib.request.Request(
-        parts._replace(netloc=host).geturl(), headers={"User-Agent": "chronoscope-dagster"}
+        parts._replace(netloc=host).geturl(),
+        headers={"User-Agent": "chronoscope-dagster"},
+        method=method,
     )
     if at:
         user, _, password = userinfo.partition(":")
@@ -320,7 +322,7 @@ def _unchanged(url: str, known: dict, timeout: float) -> bool:
     """Whether the server says (304) the resource is still what was downloaded."""
     if not known:
         return False
-    request = _request(url)
+    request = url_request(url)
     if known.get("etag"):
         request.add_header("If-None-Match", known["etag"])
     if known.get("last_modified"):
@@ -338,10 +340,10 @@ def _expected_digest(checksums: str, name: str, timeout: float) -> str:
     listing = redact_url(checksums)
     if is_url(checksums):
         try:
-            with urllib.request.urlopen(_request(checksums), timeout=timeout) as response:
+            with urllib.request.urlopen(url_request(checksums), timeout=timeout) as response:
                 text = response.read().decode("utf-8", "replace")
         except (http.client.HTTPException, urllib.error.URLError, OSError) as error:
-            cause = _scrub(str(error), checksums)
+            cause = redact_text(str(error), checksums)
             raise DownloadError(f"cannot read checksum list {listing}: {cause}") from None
     else:
         try:
