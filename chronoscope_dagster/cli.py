@@ -405,9 +405,8 @@ def _models_add(args: argparse.Namespace) -> int:
             raise UsageError(f"--option {key}: not a plain YAML value ({problem})") from None
     if options:
         entry["options"] = options
-    created = not Path(path).expanduser().exists()
     try:
-        spec = add_entry(Path(path).expanduser(), entry)
+        spec, created = add_entry(Path(path).expanduser(), entry)
     except RegistryError as error:
         raise UsageError(str(error)) from error
     print(

@@ -3,22 +3,26 @@
 An entry names its backend and model and may set decoding parameters, backend options and a
 prompting strategy (``prompting``: ``plain``, the default, ``restate_scope`` or
 ``rewrite_then_answer``; ``evaluation.strategies`` says what each does); anything unknown or
-invalid is an error that names the entry and the field.
+invalid is an error that names the entry, the field and the value. Numbers are range-checked
+here, so a value no backend or cache key can carry (a seed beyond 64 bits, an infinite timeout)
+fails when the registry loads, not at every prediction.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import pydantic
 import yaml
 
 from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.files import atomic_write, exclusive_lock
 from chronoscope_dagster.llm.base import BackendOptions, ChatBackend, Decoding
 from chronoscope_dagster.llm.embedded import EMBEDDED_MODEL
 
@@ -43,6 +47,9 @@ PromptingName = Literal["plain", "restate_scope", "rewrite_then_answer"]
 """The prompting strategies (``evaluation.strategies.Prompting``; the domain's llm package
 does not import the evaluation package, a test keeps the two the same)."""
 PROMPTINGS: tuple[str, ...] = get_args(PromptingName)
+SEED_MAX = 2**31 - 1
+"""The largest seed every backend takes: Gemini's is an int32, scikit-learn's (blind) a uint32."""
+INT64 = (-(2**63), 2**63 - 1)
 
 
 class RegistryError(ValueError):
@@ -60,7 +67,7 @@ def _shown(name: object) -> str:
 
 
 class _Entry(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid")
+    model_config = pydantic.ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     backend: str
@@ -69,7 +76,7 @@ class _Entry(pydantic.BaseModel):
     temperature: float = pydantic.Field(default=0.0, ge=0.0, le=2.0)
     top_p: float = pydantic.Field(default=1.0, gt=0.0, le=1.0)
     k: int = pydantic.Field(default=1, ge=1, le=20)
-    seed: int = 0
+    seed: int = pydantic.Field(default=0, ge=0, le=SEED_MAX)
     description: str = ""
     options: dict[str, Any] = pydantic.Field(default_factory=dict)
     prompting: PromptingName = "plain"
@@ -181,6 +188,13 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
         options = cls.Options.model_validate(entry.options)
     except pydantic.ValidationError as error:
         raise RegistryError(f"{where}: {_describe(error, prefix='options.')}") from None
+    for field, value in _numbers(options.model_dump(), "options."):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise RegistryError(f"{where}: field `{field}`: must be a finite number, got {value}")
+        if isinstance(value, int) and not INT64[0] <= value <= INT64[1]:
+            raise RegistryError(
+                f"{where}: field `{field}`: must fit in 64 bits, got {_shown(value)}"
+            )
     decoding = Decoding(
         max_new_tokens=entry.max_new_tokens,
         temperature=entry.temperature,
@@ -199,25 +213,61 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
     )
 
 
+def _numbers(value: Any, field: str) -> Iterator[tuple[str, int | float]]:
+    """Every number in a dumped options model, by dotted field name."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        yield field.rstrip("."), value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, f"{field}{key}.")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _numbers(item, f"{field}{index}.")
+
+
 def _describe(error: pydantic.ValidationError, prefix: str = "") -> str:
     problems = []
     for item in error.errors():
         field = prefix + ".".join(str(part) for part in item["loc"])
-        message = "unknown field" if item["type"] == "extra_forbidden" else item["msg"]
-        problems.append(f"field `{field}`: {message}")
+        if item["type"] == "extra_forbidden":
+            problems.append(f"field `{field}`: unknown field")
+            continue
+        problem = f"field `{field}`: {item['msg']}"
+        value = item.get("input")
+        if item["type"] != "missing" and (value is None or isinstance(value, str | int | float)):
+            problem += f", got {_shown(value)}"
+        problems.append(problem)
     return "; ".join(problems)
 
 
-def add_entry(path: str | Path, raw: dict[str, Any]) -> ModelSpec:
+class Added(NamedTuple):
+    spec: ModelSpec
+    created: bool
+    """Whether the file did not exist and was created from the shipped registry."""
+
+
+def add_entry(path: str | Path, raw: dict[str, Any]) -> Added:
     """Append a validated entry to the registry file ``path`` (created as a copy of the shipped
     registry if missing), keeping the file's comments; refuses an invalid entry or a name the
-    registry already has. The file is replaced atomically."""
+    registry already has. Concurrent adds to one file are serialised by a lock file beside it,
+    and the file is replaced atomically."""
     path = Path(path)
     if path.is_dir():
         raise RegistryError(f"model registry {path} is a directory, not a YAML file")
-    text = path.read_text(encoding="utf-8") if path.exists() else DEFAULT_REGISTRY.read_text()
-    specs = load_registry(path) if path.exists() else load_registry(DEFAULT_REGISTRY)
     spec = parse_entry(raw, f"new entry ({_shown(raw.get('name'))})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(path):
+        created = not path.exists()
+        _append(path, raw, spec)
+    return Added(spec, created)
+
+
+def _append(path: Path, raw: dict[str, Any], spec: ModelSpec) -> None:
+    exists = path.exists()
+    text = path.read_text(encoding="utf-8") if exists else DEFAULT_REGISTRY.read_text()
+    specs = load_registry(path if exists else DEFAULT_REGISTRY)
     for other in specs:
         if other.name.casefold() == spec.name.casefold():
             same = (
@@ -232,8 +282,5 @@ def add_entry(path: str | Path, raw: dict[str, Any]) -> ModelSpec:
         old["models"].append(raw)
         appended = yaml.safe_dump(old, sort_keys=False)
     parse_entries(yaml.safe_load(appended)["models"], source=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(appended, encoding="utf-8")
-    temporary.replace(path)
-    return spec
+    with atomic_write(path, fsync=True) as temporary:
+        temporary.write_text(appended, encoding="utf-8")

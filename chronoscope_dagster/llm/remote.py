@@ -46,6 +46,8 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 DUMMY_KEY = "EMPTY"
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 MESSAGE_LIMIT = 300
+LONGEST_WAIT_S = 3600.0
+"""The bound of every timeout and backoff option: an hour already means a stuck run."""
 
 
 class _Failure(Exception):
@@ -70,16 +72,20 @@ class _RemoteOptions(BackendOptions):
         description="Retries of one request after a 408, 429 or 5xx answer, a timeout or a "
         "connection error; then the request comes back as an error completion.",
     )
-    timeout_s: float = Field(default=60.0, gt=0, description="Timeout of one attempt, seconds.")
+    timeout_s: float = Field(
+        default=60.0, gt=0, le=LONGEST_WAIT_S, description="Timeout of one attempt, seconds."
+    )
     backoff_initial_s: float = Field(
         default=1.0,
         ge=0,
+        le=LONGEST_WAIT_S,
         description="Bound of the first backoff wait, seconds; it doubles with every retry and "
         "the wait is drawn uniformly below it (full jitter).",
     )
     backoff_max_s: float = Field(
         default=60.0,
         ge=0,
+        le=LONGEST_WAIT_S,
         description="Longest wait between two attempts, seconds; caps Retry-After too.",
     )
 
@@ -492,6 +498,7 @@ class GeminiBackend(_RemoteBackend):
         thinking_budget: int | None = Field(
             default=None,
             ge=-1,
+            le=2**31 - 1,
             description="Thinking tokens allowed to thinking models (0 off, -1 dynamic); the "
             "model's default when unset. Part of the identity.",
         )
