@@ -2,7 +2,10 @@
 
 The key is a hash of the backend's identity, the decoding parameters and the messages, so a
 killed run resumes without repeating a call and a rerun costs none. Failed requests are
-never cached: a rerun tries them again.
+never cached: a rerun tries them again. Nor are answers with no text (no candidates, or an empty
+or blank one): a remote backend reports those as errors, and a blank answer stored by an older
+version is a miss, asked again. A local model's blank answer is not cached either: it is
+recomputed, at the cost of one generation.
 """
 
 from __future__ import annotations
@@ -61,7 +64,9 @@ class ResponseCache:
                     f"SELECT key, completion FROM responses WHERE key IN ({marks})", chunk
                 ).fetchall()
                 for key, blob in rows:
-                    found[key] = _completion(orjson.loads(blob))
+                    record = orjson.loads(blob)
+                    if _answered(record["candidates"]):
+                        found[key] = _completion(record)
         return found
 
     def put_many(
@@ -72,7 +77,7 @@ class ResponseCache:
         rows = [
             (key, label, orjson.dumps(_record(completion)), now)
             for key, completion in items
-            if completion.error is None
+            if completion.error is None and _answered(completion.candidates)
         ]
         if not rows:
             return
@@ -94,6 +99,10 @@ class ResponseCache:
     def close(self) -> None:
         with self._lock:
             self._connection.close()
+
+
+def _answered(candidates: Sequence[str]) -> bool:
+    return bool(candidates) and all(text.strip() for text in candidates)
 
 
 def _record(completion: Completion) -> dict[str, Any]:

@@ -5,6 +5,8 @@ exponential backoff with full jitter on 408, 429, 5xx, timeouts and connection e
 server's ``Retry-After`` / ``retry-after-ms`` (or Gemini's ``RetryInfo``) taking precedence.
 API keys are read from the environment only and are redacted from every message.
 ``latency_s`` times the successful attempt alone, not the failed attempts and waits before it.
+An answer whose text is missing, empty or blank is an ``empty_content`` error, never an empty
+prediction: it is not cached, and a rerun asks again.
 """
 
 from __future__ import annotations
@@ -368,16 +370,18 @@ class _OpenAIStyleBackend(_RemoteBackend):
         choices = sorted(response.choices or [], key=lambda choice: choice.index)
         if not choices:
             raise _Failure("no_choices", "the response has no choices", retryable=False)
-        if nulls := [choice.index for choice in choices if choice.message.content is None]:
+        texts = [(choice.message.content or "").strip() for choice in choices]
+        if blank := [choice for choice, text in zip(choices, texts, strict=True) if not text]:
             raise _Failure(
                 "empty_content",
-                f"choice {nulls[0]} has no content (finish_reason "
-                f"{choices[0].finish_reason or '-'})",
+                f"choice {blank[0].index} has "
+                f"{'no' if blank[0].message.content is None else 'blank'} content "
+                f"(finish_reason {blank[0].finish_reason or '-'})",
                 retryable=False,
             )
         usage = response.usage
         return Completion(
-            candidates=tuple(choice.message.content.strip() for choice in choices),
+            candidates=tuple(texts),
             prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
             completion_tokens=(usage.completion_tokens or 0) if usage else 0,
         )
@@ -579,9 +583,18 @@ class GeminiBackend(_RemoteBackend):
             if reason:
                 raise _Failure("blocked", str(getattr(reason, "value", reason)), retryable=False)
             raise _Failure("no_candidates", "the response has no candidates", retryable=False)
+        texts = [_gemini_text(candidate) for candidate in candidates]
+        if blank := [c for c, text in zip(candidates, texts, strict=True) if not text]:
+            reason = blank[0].finish_reason
+            raise _Failure(
+                "empty_content",
+                f"candidate {blank[0].index or 0} has no text "
+                f"(finish_reason {getattr(reason, 'value', reason) or '-'})",
+                retryable=False,
+            )
         usage = response.usage_metadata
         return Completion(
-            candidates=tuple(_gemini_text(candidate) for candidate in candidates),
+            candidates=tuple(texts),
             prompt_tokens=(usage.prompt_token_count or 0) if usage else 0,
             completion_tokens=(
                 (usage.candidates_token_count or 0) + (usage.thoughts_token_count or 0)

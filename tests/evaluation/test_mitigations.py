@@ -16,7 +16,6 @@ import pytest
 from chronoscope_dagster.evaluation.comparison import comparison_pairs
 from chronoscope_dagster.evaluation.inference import (
     PREDICTIONS_SCHEMA,
-    REWRITE_EMPTY,
     SKIPPED_AFTER_ERROR,
     EvalChain,
     predict,
@@ -494,6 +493,10 @@ def test_rewrite_then_answer_self_conditioned_history_is_the_call2_answers(
     assert len(server.bodies) == 10 and again.usage.calls == 0 and rerun == rows
 
 
+BLANK_REWRITE = "rewrite_failed: empty_content: choice 0 has blank content (finish_reason stop)"
+"""A blank reply of a server is an error, like a null one (``llm.remote``), never cached."""
+
+
 def test_a_failed_rewrite_is_the_turns_error(tmp_path) -> None:
     failing = ScriptedServer(scripted(failing_rewrite=CAPTAIN, empty_rewrite=DEPUTY))
     try:
@@ -504,7 +507,7 @@ def test_a_failed_rewrite_is_the_turns_error(tmp_path) -> None:
         ] == [
             (1, None, "rewrite_failed: http_400: the rewrite was refused", None),
             (2, "Owner A", None, REWRITTEN[OWNER]),
-            (1, None, REWRITE_EMPTY, None),
+            (1, None, BLANK_REWRITE, None),
         ]
         # Only the good rewrite was answered.
         assert [user_turns(b) for b in answer_calls(failing)] == [[("user", REWRITTEN[OWNER])]]
@@ -516,12 +519,12 @@ def test_a_failed_rewrite_is_the_turns_error(tmp_path) -> None:
             ("a", 1, "rewrite_failed: http_400: the rewrite was refused"),
             ("a", 2, SKIPPED_AFTER_ERROR),
             ("b", 0, None),
-            ("b", 1, REWRITE_EMPTY),
+            ("b", 1, BLANK_REWRITE),
         ]
-        # A failure is not cached: the failing rewrite was asked again; the empty one (the same
-        # conversation as in gold context) came from the cache; the first turns were new.
+        # A failure is not cached: the failing and the blank rewrites were asked again; the
+        # first turns were new.
         asked = [REQUEST_OF[user_turns(b)[-1][1]] for b in rewrite_calls(failing)]
-        assert sorted(asked) == sorted([COACH, MAYOR, CAPTAIN])
+        assert sorted(asked) == sorted([COACH, MAYOR, CAPTAIN, DEPUTY])
         assert sorted(user_turns(b) for b in answer_calls(failing)) == [
             [("user", COACH)],
             [("user", MAYOR)],
