@@ -14,6 +14,7 @@ import csv
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +22,12 @@ from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.warehouse import Warehouse
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "RELATION"}
+WORKERS_PER_CORE = 4
+ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""What ``chronoscope sql`` prints as escapes: controls (NUL, ESC, CR, DEL, C1), format
+characters (bidi overrides and isolates, zero-width ones, tags) and the line and paragraph
+separators. Tab and newline are printed as they are: harmless, and CSV quotes a cell holding a
+newline."""
 
 
 class UsageError(Exception):
@@ -79,7 +86,12 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         help="Dagster asset selection syntax, e.g. 'claims' or 'key:claims+' (default: '*')",
     )
     run.add_argument(
-        "--workers", type=int, default=0, help="processes parsing a dump (default: one per core)"
+        "--workers",
+        type=_workers,
+        default=0,
+        metavar="N",
+        help=f"processes parsing a dump, at most {WORKERS_PER_CORE} per core "
+        "(default 0: one per core)",
     )
     run.add_argument(
         "--chain-workers",
@@ -238,16 +250,51 @@ def _add_sql(commands: argparse._SubParsersAction) -> None:
 def _home_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--home",
+        type=_home_directory,
         default=None,
         help="data directory (default: $CHRONOSCOPE_HOME or ./.chronoscope)",
     )
 
 
-def _warehouse(home: str | None) -> Warehouse:
+def _home_directory(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty (omit it for the default home)")
+    if _not_a_directory(Path(text).expanduser()):
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    return text
+
+
+def _not_a_directory(path: Path) -> bool:
+    return path.exists() and not path.is_dir()
+
+
+def _workers(text: str) -> int:
+    most = WORKERS_PER_CORE * (os.cpu_count() or 1)
     try:
-        return Warehouse(home)
+        workers = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= workers <= most:
+        raise argparse.ArgumentTypeError(
+            f"must be between 0 (one per core) and {most} ({WORKERS_PER_CORE} per core), "
+            f"got {workers}"
+        )
+    return workers
+
+
+def _warehouse(home: str | None) -> Warehouse:
+    if home is None and not os.environ.get("CHRONOSCOPE_HOME", "default").strip():
+        raise UsageError(
+            "$CHRONOSCOPE_HOME is set but empty; set it to the data directory or unset it "
+            "(default ./.chronoscope)"
+        )
+    try:
+        warehouse = Warehouse(home)
     except ValueError as error:
         raise UsageError(str(error)) from error
+    if _not_a_directory(warehouse.home):
+        raise UsageError(f"home {warehouse.home} exists and is not a directory")
+    return warehouse
 
 
 def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
@@ -484,7 +531,7 @@ def _sql(args: argparse.Namespace) -> int:
     try:
         statements = duckdb.extract_statements(args.query)
     except duckdb.Error as error:
-        raise UsageError(f"cannot parse query: {error}") from error
+        raise UsageError(_visible(f"cannot parse query: {error}")) from error
     if len(statements) != 1:
         raise UsageError(f"expected one statement, got {len(statements)}")
     kind = statements[0].type.name
@@ -498,15 +545,34 @@ def _sql(args: argparse.Namespace) -> int:
         try:
             cursor = connection.execute(args.query)
         except duckdb.Error as error:
-            raise UsageError(str(error).splitlines()[0]) from error
+            raise UsageError(_visible(str(error).splitlines()[0])) from error
         writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([column[0] for column in cursor.description])
+        writer.writerow([_visible(column[0]) for column in cursor.description])
         rows = 0
         while batch := cursor.fetchmany(10_000):
-            writer.writerows(batch)
+            writer.writerows(
+                [None if value is None else _visible(str(value)) for value in row] for row in batch
+            )
             rows += len(batch)
     print(f"{rows} rows in {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return 0
+
+
+def _visible(text: str) -> str:
+    """``text`` with the characters of ``ESCAPED_CATEGORIES`` as escapes (``\\x1b``,
+    ``\\u202e``, ``\\U000e0041``), so what a query returns cannot drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(character) for character in text)
+
+
+def _escaped(character: str) -> str:
+    if character in "\t\n" or unicodedata.category(character) not in ESCAPED_CATEGORIES:
+        return character
+    code = ord(character)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 if __name__ == "__main__":
