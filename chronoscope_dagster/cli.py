@@ -17,9 +17,14 @@ import time
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.warehouse import Warehouse
+from chronoscope_dagster.wikidata.download import is_url, url_file_name
+
+if TYPE_CHECKING:
+    from chronoscope_dagster.resources import BenchmarkSettings
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN", "PRAGMA", "RELATION"}
 WORKERS_PER_CORE = 4
@@ -59,9 +64,12 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     run = commands.add_parser(
         "run",
         help="materialize assets with their checks",
-        description="Materialize the selection (default: everything) and its checks, in process. "
-        "Upstream assets not yet materialized in the home are included. Exits non-zero when a "
-        "step or a blocking check fails.",
+        description="Materialize what is missing or stale in the selection (default: "
+        "everything) and upstream of it, with its checks, in process: the dumps, settings and "
+        "registry entries are observed first, and an asset is stale, as the Dagster UI shows, "
+        "when its code or an input's data version changed since it was built, or when it "
+        "failed a blocking check. Prints why each run is due. Exits non-zero when a step or "
+        "a blocking check fails.",
     )
     _home_argument(run)
     run.add_argument(
@@ -135,6 +143,17 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="probe each model on the first N items of each question type (default: all)",
+    )
+    run.add_argument(
+        "--probe-file",
+        metavar="FILE",
+        help="probe a LongMemEval-shaped file (e.g. longmemeval_s.json) instead of the authored "
+        "and generated items",
+    )
+    run.add_argument(
+        "--force",
+        action="store_true",
+        help="materialize the selected assets even where they are up to date",
     )
     run.add_argument(
         "--paraphrase-chains",
@@ -316,11 +335,20 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--threads must be at least 0 (0: the registry's)")
     dumps = _year_mapping(args.dump, "--dump")
     checksums = _year_mapping(args.checksums, "--checksums")
-    if args.import_chains and not Path(args.import_chains).expanduser().is_file():
-        raise UsageError(f"--import-chains: no such file: {args.import_chains}")
+    for option, file in (
+        ("--import-chains", args.import_chains),
+        ("--probe-file", args.probe_file),
+    ):
+        if file and not Path(file).expanduser().is_file():
+            raise UsageError(f"{option}: no such file: {file}")
     models = _model_registry(args.models, args.paraphraser)
     for year, source in dumps.items():
-        if "://" not in source and not Path(source).expanduser().exists():
+        if is_url(source):
+            try:
+                url_file_name(source)
+            except ValueError as error:
+                raise UsageError(f"--dump {year}: {error}") from None
+        elif not Path(source).expanduser().exists():
             raise UsageError(f"--dump {year}: no such file or directory: {source}")
     warehouse = _warehouse(args.home)
     warehouse.home.mkdir(parents=True, exist_ok=True)
@@ -337,9 +365,11 @@ def _run(args: argparse.Namespace) -> int:
             dumps=dumps,
             checksums=checksums,
             workers=args.workers,
+            settings=_settings(args),
             op_config=_op_config(args),
             models=models,
             model_threads=args.threads,
+            force=args.force,
             echo=print,
         )
     except (RunFailed, HomeLocked) as failure:
@@ -350,39 +380,41 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(args: argparse.Namespace) -> BenchmarkSettings:
+    """The benchmark's settings: the options given, the defaults for the others (as for
+    ``--dump``, a setting not given goes back to its default)."""
+    from pydantic import ValidationError
+
+    from chronoscope_dagster.resources import BenchmarkSettings
+
+    given = {
+        "import_chains": str(Path(args.import_chains).expanduser().resolve())
+        if args.import_chains
+        else None,
+        "probe_file": str(Path(args.probe_file).expanduser().resolve())
+        if args.probe_file
+        else None,
+        "per_stratum": args.per_stratum,
+        "self_per_stratum": args.self_per_stratum,
+        "probe_items_per_type": args.probe_items_per_type,
+        "paraphrase_chains": args.paraphrase_chains,
+        "paraphraser": args.paraphraser,
+    }
+    try:
+        return BenchmarkSettings(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as error:
+        problems = "; ".join(
+            f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in error.errors()
+        )
+        raise UsageError(problems) from error
+
+
 def _op_config(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     config: dict[str, dict[str, object]] = {}
-    if args.import_chains:
-        config["chains_and_turns"] = {"import_jsonl": args.import_chains}
-    sample = {
-        key: value
-        for key, value in (
-            ("per_stratum", args.per_stratum),
-            ("self_conditioned_per_stratum", args.self_per_stratum),
-        )
-        if value is not None
-    }
-    if any(value < 0 for value in sample.values()) or sample.get("per_stratum") == 0:
-        raise UsageError("--per-stratum must be at least 1 and --self-per-stratum at least 0")
-    if sample:
-        config["eval_sample"] = sample
     if args.chain_workers is not None:
         if args.chain_workers < 1:
             raise UsageError("--chain-workers must be at least 1")
         config["chain_families"] = {"workers": args.chain_workers}
-    if args.probe_items_per_type is not None:
-        if args.probe_items_per_type < 0:
-            raise UsageError("--probe-items-per-type must be at least 0")
-        config["probe_runs"] = {"items_per_type": args.probe_items_per_type}
-    paraphrase = {
-        key: value
-        for key, value in (("chains", args.paraphrase_chains), ("paraphraser", args.paraphraser))
-        if value is not None
-    }
-    if paraphrase.get("chains", 0) < 0:
-        raise UsageError("--paraphrase-chains must be at least 0")
-    if paraphrase:
-        config["paraphrased_subset"] = paraphrase
     return config
 
 

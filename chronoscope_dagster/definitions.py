@@ -1,12 +1,11 @@
 """The one Definitions object of the code location."""
 
 import os
-import warnings
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
 
-from chronoscope_dagster.assets import chains, evaluation, ingest, paraphrase, probe, truth
+from chronoscope_dagster.assets import chains, evaluation, ingest, paraphrase, probe, sources, truth
 from chronoscope_dagster.automation import (
     ci_checks_job,
     evaluation_job,
@@ -20,16 +19,14 @@ from chronoscope_dagster.checks import ingest as ingest_checks
 from chronoscope_dagster.checks import paraphrase as paraphrase_checks
 from chronoscope_dagster.checks import probe as probe_checks
 from chronoscope_dagster.checks import truth as truth_checks
+from chronoscope_dagster.code_versions import code_version
 from chronoscope_dagster.resources import (
     AnchorCalendar,
+    BenchmarkSettings,
     DumpSources,
     ModelRegistry,
 )
 from chronoscope_dagster.warehouse import Warehouse
-
-warnings.filterwarnings("ignore", category=dg.PreviewWarning)
-warnings.filterwarnings("ignore", category=dg.BetaWarning)
-
 
 OWNERS = ["team:chronoscope"]
 """Who owns every asset (the UI's owner filter); set here once for all of them."""
@@ -61,14 +58,17 @@ def build_definitions(
     dump_sources: DumpSources | None = None,
     anchor_calendar: AnchorCalendar | None = None,
     models: ModelRegistry | None = None,
+    settings: BenchmarkSettings | None = None,
     executor: dg.ExecutorDefinition | None = None,
 ) -> dg.Definitions:
     warehouse = Warehouse(home)
     return dg.Definitions(
-        assets=dg.map_asset_specs(
-            lambda spec: spec.replace_attributes(owners=OWNERS),
-            dg.load_assets_from_modules([ingest, truth, chains, evaluation, paraphrase, probe]),
-        ),
+        assets=[
+            _versioned(assets)
+            for assets in dg.load_assets_from_modules(
+                [sources, ingest, truth, chains, evaluation, paraphrase, probe]
+            )
+        ],
         asset_checks=dg.load_asset_checks_from_modules(
             [
                 ingest_checks,
@@ -87,8 +87,23 @@ def build_definitions(
             "dump_sources": dump_sources or DumpSources(),
             "anchor_calendar": anchor_calendar or AnchorCalendar(),
             "models": models or ModelRegistry(models_dir=str(warehouse.home / "models")),
+            "benchmark_settings": settings or BenchmarkSettings.from_environment(),
         },
         executor=executor or dg.in_process_executor,
+    )
+
+
+def _versioned(
+    assets: dg.AssetsDefinition | dg.SourceAsset,
+) -> dg.AssetsDefinition | dg.SourceAsset:
+    """``assets`` owned by the team and, when it is materialized, versioned by its source."""
+    if isinstance(assets, dg.SourceAsset):
+        return assets
+    version = code_version(assets) if assets.is_materializable else None
+    return assets.map_asset_specs(
+        lambda spec: spec.replace_attributes(
+            owners=OWNERS, **({"code_version": version} if version else {})
+        )
     )
 
 

@@ -1,26 +1,30 @@
-"""Running a selection of assets in process, partition by partition, as the CLI does.
+"""Running a selection of assets in process, as the CLI does, from Dagster's own staleness.
 
-The selected assets (plus every upstream asset with no output in the home yet)
-are run in topological order, grouped by partitions definition: one run per
-partition key of each group, each with the checks of its assets. The first
-failed run (a step error or a failed blocking check) stops everything.
-
-Each materialized partition gets a run record (``.run.json`` beside its data):
-whether its blocking checks passed, and a version, a hash of the dump source
-(for ``wikidata_dump``) or of its parents' versions. An upstream partition
-counts as materialized only when its record says it passed and its version is
-the one the current sources give; otherwise it is planned again and the plan
-says why. The whole plan holds the home's write lock.
+First the sources the selection is built from are observed (the dumps, the settings, the
+model registry's entries): each observation records a data version. Then the selection, and
+with ``upstream`` every asset upstream of it, is run in topological order, one run per group
+of assets partitioned alike and partition key. A partition is run when Dagster calls it
+missing or stale (a new code version, or an input with a new data version), when its data is
+not in the home, or when the run that materialized it failed one of its blocking checks; and
+so is every asset of the same run downstream of one that is run. With ``force``, the
+selected assets run whatever their status. Staleness is read again before each group, so a
+rebuilt input whose data version did not change leaves what depends on it alone. The whole
+plan holds the home's write lock.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 import dagster as dg
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.data_version import (
+    CachingStaleStatusResolver,
+    StaleCause,
+    StaleStatus,
+)
+from dagster._time import get_current_datetime
 
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
@@ -30,12 +34,10 @@ from chronoscope_dagster.partitions import (
     model_setting_partitions,
     snapshot_year_partitions,
 )
-from chronoscope_dagster.resources import DumpSources, ModelRegistry
+from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 
 INFO_LOGGING = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
-RECORD_FILE = ".run.json"
-SOURCE_ASSET = dg.AssetKey("wikidata_dump")
 
 
 def run_config_of(
@@ -70,23 +72,25 @@ def run_selection(
     dumps: dict[str, str] | None = None,
     checksums: dict[str, str] | None = None,
     workers: int = 0,
+    settings: BenchmarkSettings | None = None,
     op_config: Mapping[str, Mapping[str, object]] | None = None,
     models: str | None = None,
     model_threads: int = 0,
     instance: dg.DagsterInstance | None = None,
     upstream: bool = True,
+    force: bool = False,
     echo: Callable[[str], None] = print,
     command: str | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
-    """Run ``selection`` and, with ``upstream``, every asset upstream of it that the home does
-    not hold as the current sources give it; returns the results of the runs, in order.
-    ``model_threads`` (0: the registry's) is ``ModelRegistry.threads``. Raises
-    ``HomeLocked`` when another process is writing the home."""
+    """Run what is missing or stale in ``selection`` and, with ``upstream``, upstream of it;
+    with ``force``, the whole selection. Returns the results of the runs, in order.
+    ``model_threads`` (0: the registry's) is ``ModelRegistry.threads``. Raises ``HomeLocked``
+    when another process is writing the home."""
     with home_lock(Warehouse(home).home, command, echo):
         return _run_selection(
             home=home, selection=selection, dumps=dumps, checksums=checksums, workers=workers,
-            op_config=op_config, models=models, model_threads=model_threads, instance=instance,
-            upstream=upstream, echo=echo,
+            settings=settings, op_config=op_config, models=models, model_threads=model_threads,
+            instance=instance, upstream=upstream, force=force, echo=echo,
         )  # fmt: skip
 
 
@@ -97,18 +101,23 @@ def _run_selection(
     dumps: dict[str, str] | None,
     checksums: dict[str, str] | None,
     workers: int,
+    settings: BenchmarkSettings | None,
     op_config: Mapping[str, Mapping[str, object]] | None,
     models: str | None,
     model_threads: int,
     instance: dg.DagsterInstance | None,
     upstream: bool,
+    force: bool,
     echo: Callable[[str], None],
 ) -> list[dg.ExecuteInProcessResult]:
+    warehouse = Warehouse(home)
     registry = ModelRegistry(
-        path=models or "", threads=model_threads, models_dir=str(Warehouse(home).home / "models")
+        path=models or "", threads=model_threads, models_dir=str(warehouse.home / "models")
     )
     sources = DumpSources(dumps=dumps or {}, checksums=checksums or {}, workers=workers)
-    defs = build_definitions(home, sources, models=registry)
+    defs = build_definitions(
+        home, sources, models=registry, settings=settings or BenchmarkSettings()
+    )
     instance = instance or dg.DagsterInstance.get()
     model_names = [spec.name for spec in registry.specs()]
     known = set(instance.get_dynamic_partitions(model_partitions.name))
@@ -117,26 +126,41 @@ def _run_selection(
         echo(f"added model partitions: {', '.join(new)}")
     graph = defs.resolve_asset_graph()
     selected = _selected(graph, selection)
-    warehouse = Warehouse(home)
-    versions = _versions(graph, sources, model_names)
-    stale = _stale_ancestors(warehouse, graph, selected, versions, model_names) if upstream else {}
-    plan = _plan(defs, graph, selected, stale, model_names)
-    for (key, partition_key), reason in stale.items():
-        if reason != NOT_MATERIALIZED:
-            label = key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
-            echo(f"planned again: {label}: {reason}")
+    wanted = set(selected)
+    if upstream:
+        wanted |= {a for key in selected for a in graph.get_ancestor_asset_keys(key)}
     job = defs.resolve_implicit_global_asset_job_def()
-    return [
-        _execute(job, keys, partition_key, f"[{number}/{len(plan)}]", instance, op_config,
-                 graph, warehouse, versions, echo)
-        for number, (keys, partition_key) in enumerate(plan, start=1)
-    ]  # fmt: skip
-
-
-Plan = list[tuple[list[dg.AssetKey], str | None]]
-"""The runs of a selection in order: the asset keys of each and its partition."""
-Stale = dict[tuple[dg.AssetKey, str | None], str]
-"""Partitions of unselected ancestors that must be built again, with the reason."""
+    _observe(job, graph, wanted, instance, echo)
+    materializable = [
+        k for k in graph.toposorted_asset_keys if k in wanted and graph.get(k).is_materializable
+    ]
+    results: list[dg.ExecuteInProcessResult] = []
+    for keys, partitions_def in _groups(graph, materializable):
+        resolver = _stale_status(instance, graph)
+        for partition_key in (
+            _partition_keys(partitions_def, model_names) if partitions_def else [None]
+        ):
+            due = _due(
+                keys,
+                partition_key,
+                selected if force else set(),
+                resolver,
+                instance,
+                graph,
+                warehouse,
+            )
+            if not due:
+                continue
+            for key, reason in due.items():
+                echo(f"due: {_label(key, partition_key)}: {reason}")
+            results.append(
+                _execute(
+                    job, _with_siblings(graph, due), partition_key, instance, op_config, graph, echo
+                )
+            )
+    if not results:
+        echo("nothing to do: every asset of the selection is up to date")
+    return results
 
 
 def _selected(graph, selection: str) -> set[dg.AssetKey]:
@@ -144,64 +168,124 @@ def _selected(graph, selection: str) -> set[dg.AssetKey]:
         selected = dg.AssetSelection.from_string(selection).resolve(graph)
     except Exception as error:
         raise ValueError(f"invalid asset selection {selection!r}: {error}") from error
+    selected = {key for key in selected if graph.get(key).is_materializable}
     if not selected:
         raise ValueError(f"asset selection {selection!r} matches no asset")
-    return set(selected)
+    return selected
 
 
-def _stale_ancestors(
-    warehouse: Warehouse, graph, selected: set[dg.AssetKey], versions, model_names: list[str]
-) -> Stale:
-    """The partitions of the selection's unselected ancestors that are not valid inputs now."""
-    ancestors = {a for key in selected for a in graph.get_ancestor_asset_keys(key)}
-    stale: Stale = {}
-    for key in ancestors - selected:
-        for partition_key in _keys_of(graph, key, model_names):
-            reason = _stale_reason(warehouse, graph, key, partition_key, versions)
-            if reason is not None:
-                stale[key, partition_key] = reason
-    return stale
+def _observe(job, graph, wanted: set[dg.AssetKey], instance, echo: Callable[[str], None]) -> None:
+    """Observe the sources among ``wanted``, so their data versions are today's."""
+    observable = {key for key in wanted if graph.get(key).is_observable}
+    if not observable:
+        return
+    keys = dg.AssetSelection.assets(*observable).required_multi_asset_neighbors().resolve(graph)
+    names = ", ".join(sorted(key.to_user_string() for key in keys))
+    started = time.perf_counter()
+    result = job.execute_in_process(
+        asset_selection=list(keys), instance=instance, run_config=INFO_LOGGING,
+        raise_on_error=False,
+    )  # fmt: skip
+    if not result.success:
+        raise RunFailed(f"observing {names} failed in run {result.run_id}: {_step_errors(result)}")
+    echo(f"observed {names} in {time.perf_counter() - started:.1f} s")
 
 
-def _plan(
-    defs: dg.Definitions, graph, selected: set[dg.AssetKey], stale: Stale, model_names: list[str]
-) -> Plan:
-    """One run per group of assets partitioned alike and partition, in topological order,
-    holding the selected assets and the stale ancestors; a multi-asset runs whole."""
-    multi_assets = [
-        assets_def.keys
-        for assets_def in defs.assets or ()
-        if isinstance(assets_def, dg.AssetsDefinition) and len(assets_def.keys) > 1
-    ]
-    wanted = selected | {key for key, _ in stale}
-    plan: Plan = []
-    for keys, partitions_def in _groups(
-        graph, (k for k in graph.toposorted_asset_keys if k in wanted)
-    ):
-        for partition_key in (
-            _partition_keys(partitions_def, model_names) if partitions_def else [None]
-        ):
-            run_keys = {k for k in keys if k in selected or (k, partition_key) in stale}
-            for siblings in multi_assets:
-                if siblings & run_keys:
-                    run_keys |= siblings
-            if run_keys:
-                plan.append(
-                    ([k for k in graph.toposorted_asset_keys if k in run_keys], partition_key)
-                )
-    return plan
+def _stale_status(instance: dg.DagsterInstance, graph) -> CachingStaleStatusResolver:
+    """Dagster's staleness of the instance's assets now (what the UI shows)."""
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    return CachingStaleStatusResolver(instance, graph, view)
+
+
+def _due(
+    keys: list[dg.AssetKey], partition_key: str | None, forced: set[dg.AssetKey],
+    resolver: CachingStaleStatusResolver, instance: dg.DagsterInstance, graph,
+    warehouse: Warehouse,
+) -> dict[dg.AssetKey, str]:  # fmt: skip
+    """The assets of one run's group that must run for ``partition_key``, with why."""
+    due: dict[dg.AssetKey, str] = {}
+    for key in keys:
+        rebuilt_inputs = sorted(p.to_user_string() for p in graph.get(key).parent_keys if p in due)
+        if key in forced:
+            due[key] = "selected, and the run is forced"
+        elif rebuilt_inputs:
+            due[key] = f"its input {', '.join(rebuilt_inputs)} is rebuilt in this run"
+        elif reason := _why_stale(key, partition_key, resolver, instance, graph, warehouse):
+            due[key] = reason
+    return due
+
+
+def _why_stale(
+    key: dg.AssetKey, partition_key: str | None, resolver: CachingStaleStatusResolver,
+    instance: dg.DagsterInstance, graph, warehouse: Warehouse,
+) -> str | None:  # fmt: skip
+    """Why a partition is not a valid input now, or None when it is."""
+    status = resolver.get_status(key, partition_key)
+    if status == StaleStatus.MISSING:
+        return "never materialized"
+    fields = _fields(graph, key, partition_key)
+    if not warehouse.has(key.to_user_string(), **fields):
+        return "materialized, but its data is not in the home"
+    if status == StaleStatus.STALE:
+        return "; ".join(_cause(c) for c in resolver.get_stale_causes(key, partition_key))
+    return _failed_blocking_checks(instance, key, partition_key)
+
+
+def _cause(cause: StaleCause) -> str:
+    dependency = cause.dependency
+    if dependency is None:
+        return cause.reason
+    return f"{cause.reason} ({_label(dependency.asset_key, dependency.partition_key)})"
+
+
+def _failed_blocking_checks(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partition_key: str | None
+) -> str | None:
+    """The blocking checks the run that materialized the partition failed on it, as a reason."""
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(
+            asset_key=key, asset_partitions=[partition_key] if partition_key else None
+        ),
+        limit=1,
+    ).records
+    if not records:
+        return None
+    run_id = records[0].run_id
+    failed = sorted(
+        evaluation.check_name
+        for record in instance.get_records_for_run(
+            run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION
+        ).records
+        if (evaluation := record.event_log_entry.dagster_event.event_specific_data).asset_key == key
+        and evaluation.blocking
+        and not evaluation.passed
+    )
+    if not failed:
+        return None
+    return f"it failed blocking checks {', '.join(failed)} in run {run_id}"
+
+
+def _with_siblings(graph, due: Mapping[dg.AssetKey, str]) -> list[dg.AssetKey]:
+    """``due`` with the other assets of its multi-assets (they run whole), in topological
+    order."""
+    keys = set(due)
+    for key in due:
+        keys |= graph.get(key).execution_set_asset_keys
+    return [key for key in graph.toposorted_asset_keys if key in keys]
 
 
 def _execute(
-    job, keys: list[dg.AssetKey], partition_key: str | None, position: str,
-    instance: dg.DagsterInstance, op_config, graph, warehouse: Warehouse, versions,
-    echo: Callable[[str], None],
+    job, keys: list[dg.AssetKey], partition_key: str | None,
+    instance: dg.DagsterInstance, op_config, graph, echo: Callable[[str], None],
 ) -> dg.ExecuteInProcessResult:  # fmt: skip
-    """One run of the plan, recorded in the home; ``RunFailed`` when a step or a blocking
-    check fails."""
+    """One run; ``RunFailed`` when a step or a blocking check fails."""
     names = ", ".join(key.to_user_string() for key in keys)
     label = f"{names} [{partition_key}]" if partition_key else names
-    echo(f"==> {position} {label}")
+    echo(f"==> {label}")
     started = time.perf_counter()
     result = job.execute_in_process(
         asset_selection=keys,
@@ -210,7 +294,6 @@ def _execute(
         run_config=run_config_of(keys, op_config, graph),
         raise_on_error=False,
     )
-    _record(warehouse, graph, result, keys, partition_key, versions)
     failed_checks = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
     checks = len(result.get_asset_check_evaluations())
     echo(
@@ -221,101 +304,25 @@ def _execute(
     if failed_checks:
         echo(f"    failed checks: {', '.join(failed_checks)}")
     if not result.success:
-        failed_steps = [
-            e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"
-        ]
         raise RunFailed(
-            f"run {result.run_id} failed on {label}: steps {', '.join(failed_steps) or '-'}; "
+            f"run {result.run_id} failed on {label}: steps {_step_errors(result)}; "
             f"failed checks {', '.join(failed_checks) or '-'}"
         )
     return result
 
 
-NOT_MATERIALIZED = "not materialized"
+def _step_errors(result: dg.ExecuteInProcessResult) -> str:
+    failed = [e.step_key for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    return ", ".join(failed) or "-"
 
 
-def _keys_of(graph, key: dg.AssetKey, models: list[str]) -> list[str | None]:
-    partitions_def = graph.get(key).partitions_def
-    return _partition_keys(partitions_def, models) if partitions_def else [None]
-
-
-def _versions(
-    graph, sources: DumpSources, models: list[str]
-) -> dict[tuple[dg.AssetKey, str | None], tuple[str, dict | None]]:
-    """Every asset partition's version under the current sources (with, for a dump, its source
-    fingerprint): a hash of the source, or of the versions of the parent partitions it reads
-    (the same partition of a parent partitioned alike, every partition of any other)."""
-    versions: dict[tuple[dg.AssetKey, str | None], tuple[str, dict | None]] = {}
-    for key in graph.toposorted_asset_keys:
-        node = graph.get(key)
-        for partition_key in _keys_of(graph, key, models):
-            fingerprint = None
-            if key == SOURCE_ASSET:
-                fingerprint = sources.fingerprint(str(partition_key))
-                inputs: object = fingerprint
-            else:
-                inputs = [
-                    versions[parent, parent_key][0]
-                    for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string())
-                    for parent_key in (
-                        [partition_key]
-                        if graph.get(parent).partitions_def == node.partitions_def
-                        else _keys_of(graph, parent, models)
-                    )
-                ]
-            text = json.dumps([key.to_user_string(), str(partition_key), inputs], default=str)
-            versions[key, partition_key] = (hashlib.sha256(text.encode()).hexdigest(), fingerprint)
-    return versions
+def _label(key: dg.AssetKey, partition_key: str | None) -> str:
+    return key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
 
 
 def _fields(graph, key: dg.AssetKey, partition_key: str | None) -> dict[str, str]:
     partitions_def = graph.get(key).partitions_def
     return _partition_fields(partitions_def, partition_key) if partitions_def else {}
-
-
-def _stale_reason(warehouse: Warehouse, graph, key, partition_key, versions) -> str | None:
-    """Why a partition is not a valid input now, or None when it is."""
-    fields = _fields(graph, key, partition_key)
-    if not warehouse.has(key.to_user_string(), **fields):
-        return NOT_MATERIALIZED
-    path = warehouse.partition_dir(key.to_user_string(), **fields) / RECORD_FILE
-    if not path.exists():
-        return None  # written before run records existed
-    record = json.loads(path.read_text())
-    if record.get("failed_checks"):
-        return (
-            f"it failed blocking checks {', '.join(record['failed_checks'])} in run "
-            f"{record.get('run_id', '?')}"
-        )
-    version, fingerprint = versions[key, partition_key]
-    if record.get("version") == version:
-        return None
-    if fingerprint is not None:
-        was = (record.get("fingerprint") or {}).get("source", "?")
-        if was != fingerprint["source"]:
-            return f"its source changed from {was} to {fingerprint['source']}"
-        return f"its source {fingerprint['source']} (file or checksum list) changed"
-    return "an input it was built from changed"
-
-
-def _record(warehouse, graph, result, keys, partition_key, versions) -> None:
-    """Note, for each asset the run materialized, its version and its failed blocking checks."""
-    materialized = {event.asset_key for event in result.get_asset_materialization_events()}
-    for key in keys:
-        if key not in materialized:
-            continue
-        failed = sorted(
-            e.check_name
-            for e in result.get_asset_check_evaluations()
-            if e.asset_key == key and not e.passed and e.blocking
-        )
-        version, fingerprint = versions[key, partition_key]
-        record = {"run_id": result.run_id, "version": version, "failed_checks": failed}
-        if fingerprint is not None:
-            record["fingerprint"] = fingerprint
-        fields = _fields(graph, key, partition_key)
-        with warehouse.writing(key.to_user_string(), RECORD_FILE, **fields) as temporary:
-            temporary.write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def _partition_keys(partitions_def: dg.PartitionsDefinition, models: list[str]) -> list[str]:

@@ -9,11 +9,8 @@ SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().pare
 REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
-SAMPLE_OP_CONFIG = {
-    "eval_sample": {"per_stratum": 4},
-    "probe_runs": {"items_per_type": 1},
-    "paraphrased_subset": {"chains": 4, "retries": 1},
-}
+SAMPLE_SETTINGS = {"per_stratum": 4, "probe_items_per_type": 1, "paraphrase_chains": 4}
+SAMPLE_OP_CONFIG = {"paraphrased_subset": {"retries": 1}}
 """The test session's small evaluation sample, probe and paraphrased subset."""
 MODEL_THREADS = min(2, len(os.sched_getaffinity(0)))
 """Threads of the embedded model where a test runs the pipeline: it is the session's only
@@ -63,17 +60,18 @@ def real_data() -> Path:
 def sample_home(tmp_path_factory):
     """A home with every asset materialized from the embedded sample (the embedded model with
     short answers and the reference systems as models), and the run results."""
-    import dagster as dg
-
     from chronoscope_dagster.orchestration import run_selection
+    from chronoscope_dagster.resources import BenchmarkSettings
+    from tests.pipeline_helpers import home_instance
 
     home = tmp_path_factory.mktemp("sample-home")
     results = run_selection(
         home=str(home),
         models=str(TEST_MODELS),
         model_threads=MODEL_THREADS,
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
         op_config=SAMPLE_OP_CONFIG,
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=home_instance(home),
         echo=lambda _: None,
     )
     return home, results
@@ -84,16 +82,12 @@ def sample_truth_home(tmp_path_factory):
     """A home with the embedded sample's facts through ``present_day`` (dumps, claims, labels,
     lifespans, intervals and truth of every snapshot): what chain generation reads, built in
     seconds with no model and no evaluation."""
-    import dagster as dg
-
     from chronoscope_dagster.orchestration import run_selection
+    from tests.pipeline_helpers import home_instance
 
     home = tmp_path_factory.mktemp("sample-truth-home")
     run_selection(
-        home=str(home),
-        selection="+present_day",
-        instance=dg.DagsterInstance.ephemeral(),
-        echo=lambda _: None,
+        home=str(home), selection="+present_day", instance=home_instance(home), echo=lambda _: None
     )
     return home
 

@@ -10,6 +10,14 @@ import dagster as dg
 from chronoscope_dagster.definitions import build_definitions
 
 
+def home_instance(home: Path) -> dg.DagsterInstance:
+    """The Dagster instance of a home, where the command line keeps it (``<home>/dagster``):
+    a copy of the home holds what Dagster knows of its assets, staleness included."""
+    directory = Path(home) / "dagster"
+    directory.mkdir(parents=True, exist_ok=True)
+    return dg.DagsterInstance.local_temp(tempdir=str(directory))
+
+
 def copy_home(home: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "home"
     shutil.copytree(home, copy)

@@ -135,8 +135,8 @@ def test_run_options_reach_the_ops_of_the_selected_assets(tmp_path):
 
     config = {
         "chain_families": {"workers": 2},
-        "chains_and_turns": {"import_jsonl": "chains.jsonl"},
-        "eval_sample": {"per_stratum": 3},
+        "paraphrased_subset": {"retries": 1},
+        "eval_sample": {"seed": 3},
     }
 
     graph = build_definitions(str(tmp_path)).resolve_asset_graph()
@@ -146,6 +146,6 @@ def test_run_options_reach_the_ops_of_the_selected_assets(tmp_path):
         return run_config_of(keys, config, graph).get("ops", {})
 
     assert ops("family_scope_switch") == {"chain_families": {"config": {"workers": 2}}}
-    assert ops("chains") == {"chains_and_turns": {"config": {"import_jsonl": "chains.jsonl"}}}
-    assert ops("eval_sample", "benchmark_stats") == {"eval_sample": {"config": {"per_stratum": 3}}}
+    assert ops("chains") == {}
+    assert ops("eval_sample", "benchmark_stats") == {"eval_sample": {"config": {"seed": 3}}}
     assert ops("claims") == {}

@@ -6,8 +6,16 @@ from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.definitions import defs
 from chronoscope_dagster.partitions import setting_partitions
 
+EXPECTED_SOURCES = {
+    "wikidata_dump": "snapshot_year",
+    "model_entry": "model",
+    "chain_import": None,
+    "sample_settings": None,
+    "paraphrase_settings": None,
+    "probe_source": None,
+    "probe_run_settings": None,
+}
 EXPECTED_ASSETS = {
-    "wikidata_dump": ([], "ingest", "snapshot_year"),
     "claims": (["wikidata_dump"], "ingest", "snapshot_year"),
     "labels": (["wikidata_dump"], "ingest", "snapshot_year"),
     "lifespans": (["wikidata_dump"], "ingest", "snapshot_year"),
@@ -22,20 +30,28 @@ EXPECTED_ASSETS = {
         )
         for family in FAMILIES
     },
-    "turns": (sorted(f"family_{family}" for family in FAMILIES), "chains", None),
+    "turns": (sorted([*(f"family_{f}" for f in FAMILIES), "chain_import"]), "chains", None),
     "chains": (["turns"], "chains", None),
     "benchmark_stats": (["chains", "turns"], "chains", None),
-    "eval_sample": (["chains", "turns"], "chains", None),
+    "eval_sample": (["chains", "sample_settings", "turns"], "chains", None),
     "benchmark_jsonl": (["turns"], "chains", None),
-    "predictions": (["eval_sample", "turns"], "evaluation", "model x setting"),
+    "predictions": (["eval_sample", "model_entry", "turns"], "evaluation", "model x setting"),
     "metrics": (["predictions"], "evaluation", "model x setting"),
-    "paraphrased_subset": (["eval_sample", "labels", "turns"], "paraphrase", None),
-    "paraphrase_predictions": (["paraphrased_subset", "turns"], "paraphrase", "model x setting"),
+    "paraphrased_subset": (
+        ["eval_sample", "labels", "paraphrase_settings", "turns"],
+        "paraphrase",
+        None,
+    ),
+    "paraphrase_predictions": (
+        ["model_entry", "paraphrased_subset", "turns"],
+        "paraphrase",
+        "model x setting",
+    ),
     "paraphrase_metrics": (["paraphrase_predictions"], "paraphrase", "model x setting"),
     "leaderboard": (["metrics", "paraphrase_metrics"], "evaluation", None),
     "report": (["leaderboard"], "evaluation", None),
-    "probe_corpus": ([], "probe", None),
-    "probe_runs": (["probe_corpus"], "probe", "model"),
+    "probe_corpus": (["probe_source"], "probe", None),
+    "probe_runs": (["model_entry", "probe_corpus", "probe_run_settings"], "probe", "model"),
     "probe_report": (["probe_runs"], "probe", None),
 }
 EXPECTED_CHECKS = {
@@ -107,7 +123,18 @@ def test_asset_graph():
         )  # fmt: skip
         assert node.description and len(node.description) > 40, f"{key} needs a description"
         assert node.owners, f"{key} needs an owner"
+        assert node.code_version, f"{key} needs a code version"
     assert found == EXPECTED_ASSETS
+
+
+def test_sources_are_observed():
+    graph = defs.resolve_asset_graph()
+    observable = {
+        key.to_user_string(): _partitions_name(graph.get(key).partitions_def)
+        for key in graph.observable_asset_keys
+    }
+    assert observable == EXPECTED_SOURCES
+    assert all(graph.get(key).group_name == "sources" for key in graph.observable_asset_keys)
 
 
 def test_checks_and_blocking():

@@ -13,8 +13,15 @@ from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
+from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import MODEL_THREADS, REFERENCE_MODELS, SAMPLE_OP_CONFIG, TEST_MODELS
+from tests.conftest import (
+    MODEL_THREADS,
+    REFERENCE_MODELS,
+    SAMPLE_OP_CONFIG,
+    SAMPLE_SETTINGS,
+    TEST_MODELS,
+)
 from tests.pipeline_helpers import FULL_REBUILD_CHECK, copy_home, failed_checks, run_ci_checks
 
 
@@ -69,6 +76,7 @@ def test_rematerializing_gives_identical_files(sample_home, tmp_path):
         home=str(tmp_path),
         models=str(REFERENCE_MODELS),
         model_threads=MODEL_THREADS,
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
         op_config=SAMPLE_OP_CONFIG,
         instance=dg.DagsterInstance.ephemeral(),
         echo=lambda _: None,

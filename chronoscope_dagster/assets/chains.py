@@ -40,7 +40,6 @@ from chronoscope_dagster.chains.shard_files import (
     write_shard_families,
 )
 from chronoscope_dagster.chains.stats import (
-    DEFAULT_PER_FAMILY,
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
     benchmark_stats_sql,
@@ -57,6 +56,7 @@ from chronoscope_dagster.llm.blind import (
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
+from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
 
@@ -270,19 +270,11 @@ def chain_families(truth, fact_intervals, labels, lifespans, present_day):
     return merge_chain_shards(shards.collect())
 
 
-class ChainSourceConfig(dg.Config):
-    import_jsonl: str = Field(
-        default="",
-        description="Path of a chains JSON-lines file (the authors' merged_scope_benchmark.jsonl "
-        "or this project's export) to use instead of the generated families.",
-    )
-
-
 @dg.multi_asset(
     specs=[
         dg.AssetSpec(
             "turns",
-            deps=[f"family_{family}" for family in FAMILIES],
+            deps=[*(f"family_{family}" for family in FAMILIES), "chain_import"],
             group_name="chains",
             kinds={"duckdb", "parquet"},
             description="Every turn of every chain, all families and snapshot years merged; "
@@ -302,15 +294,16 @@ class ChainSourceConfig(dg.Config):
 )
 def chains_and_turns(
     context: dg.AssetExecutionContext,
-    config: ChainSourceConfig,
+    benchmark_settings: BenchmarkSettings,
     warehouse: dg.ResourceParam[Warehouse],
     duckdb: DuckDBResource,
 ):
+    import_file = benchmark_settings.import_chains
     imported: Counter[str] = Counter()
     with warehouse.connect() as connection:
-        if config.import_jsonl:
-            table, imported = import_chains(Path(config.import_jsonl).expanduser())
-            context.log.info(f"imported {imported['chains']:,} chains from {config.import_jsonl}")
+        if import_file:
+            table, imported = import_chains(Path(import_file).expanduser())
+            context.log.info(f"imported {imported['chains']:,} chains from {import_file}")
             connection.register("imported", table)
             sources = "SELECT * FROM imported"
         else:
@@ -322,8 +315,8 @@ def chains_and_turns(
             chains = write_query(connection, CHAINS_SQL, path)
         by_family = connection.execute(CHAINS_BY_FAMILY_SQL).fetchall()
     refresh_views(warehouse, duckdb)
-    refused = refusals_by_family(warehouse) if not config.import_jsonl else []
-    source = config.import_jsonl or "generated families"
+    refused = refusals_by_family(warehouse) if not import_file else []
+    source = import_file or "generated families"
     yield dg.MaterializeResult(
         asset_key="turns",
         metadata={
@@ -422,29 +415,11 @@ def benchmark_stats(
 
 
 class SampleConfig(dg.Config):
-    """The default is small enough for the embedded CPU model to answer every setting in a few
-    minutes on 2 cores; raise it (`chronoscope run --per-stratum N`) for real models."""
-
-    per_stratum: int = Field(
-        default=DEFAULT_PER_FAMILY,
-        ge=1,
-        description="Chains per family (the stratum is the family; lengths take turns within "
-        "it, chains with more scope-dependent scored turns first). A family whose chains are "
-        "long gets fewer, so that no family supplies more than 20% of the scored turns; chains "
-        "with scope-dependent scored turns are added until the sample holds 150 of them (the "
-        "headline's n; at fewer chains a family, its share of 150).",
-    )
-    self_conditioned_per_stratum: int = Field(
-        default=4,
-        ge=0,
-        description="Of those, chains per family in the self-conditioned subset (the first of "
-        "each family's choice, under the same 20% rule).",
-    )
-    seed: int = Field(default=42)
+    seed: int = Field(default=42, description="Seed of the order of chains within a stratum.")
 
 
 @dg.asset(
-    deps=["chains", "turns"],
+    deps=["chains", "turns", "sample_settings"],
     group_name="chains",
     kinds={"duckdb", "parquet"},
     pool="duckdb_writer",
@@ -457,13 +432,17 @@ class SampleConfig(dg.Config):
     "is each family's first chains, chosen the same way.",
 )
 def eval_sample(
-    config: SampleConfig, warehouse: dg.ResourceParam[Warehouse], duckdb: DuckDBResource
+    config: SampleConfig,
+    benchmark_settings: BenchmarkSettings,
+    warehouse: dg.ResourceParam[Warehouse],
+    duckdb: DuckDBResource,
 ) -> dg.MaterializeResult:
+    per_stratum = benchmark_settings.per_stratum
     sql = eval_sample_sql(
         parquet_source(warehouse.data_path("chains")),
         parquet_source(warehouse.data_path("turns")),
-        config.per_stratum,
-        config.self_conditioned_per_stratum,
+        per_stratum,
+        benchmark_settings.self_per_stratum,
         config.seed,
     )
     with warehouse.connect() as connection:
@@ -485,11 +464,17 @@ def eval_sample(
             f"""SELECT family, length, count(*), count_if(in_self_conditioned)
                 FROM {sample} GROUP BY ALL ORDER BY ALL"""
         ).fetchall()
-    scope_target = scope_dependent_target(config.per_stratum)
+    scope_target = scope_dependent_target(per_stratum)
     scope_turns = sum(int(f[7] or 0) for f in families)
     warehouse.write_report(
         "eval_sample",
-        {**config.model_dump(), "scope_target": scope_target, "scope_dependent_turns": scope_turns},
+        {
+            "per_stratum": per_stratum,
+            "self_conditioned_per_stratum": benchmark_settings.self_per_stratum,
+            **config.model_dump(),
+            "scope_target": scope_target,
+            "scope_dependent_turns": scope_turns,
+        },
     )
     refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
@@ -532,7 +517,7 @@ def eval_sample(
     kinds={"json"},
     description="The benchmark as JSON lines with the fields of the authors' released "
     "merged_scope_benchmark.jsonl (present-day values kept per turn), plus this project's "
-    "gold sets and scopes; importable back through the turns asset's import_jsonl config.",
+    "gold sets and scopes; importable back with `chronoscope run --import-chains`.",
 )
 def benchmark_jsonl(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
     turns = pq.read_table(warehouse.data_path("turns"))

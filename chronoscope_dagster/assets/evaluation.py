@@ -52,7 +52,7 @@ from chronoscope_dagster.warehouse import Warehouse
 
 @dg.asset(
     partitions_def=model_setting_partitions,
-    deps=["eval_sample", "turns"],
+    deps=["eval_sample", "turns", "model_entry"],
     group_name="evaluation",
     kinds={"python", "parquet"},
     pool="model_calls",

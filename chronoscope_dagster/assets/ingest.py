@@ -32,65 +32,6 @@ from chronoscope_dagster.wikidata.shards import concatenate_parquet, split_dump
 PROGRESS_SECONDS = 10.0
 
 
-@dg.asset(
-    partitions_def=snapshot_year_partitions,
-    group_name="ingest",
-    kinds={"wikidata", "json"},
-    description=(
-        "The Wikidata JSON dump of one snapshot year as a local file: the embedded sample by "
-        "default, or a configured path or HTTP(S) URL. Downloads stream to a temporary file, "
-        "resume interrupted transfers with Range requests, are verified against a published "
-        "md5/sha1 checksum list when one is configured, and are renamed into place atomically."
-    ),
-)
-def wikidata_dump(
-    context: dg.AssetExecutionContext,
-    warehouse: dg.ResourceParam[Warehouse],
-    dump_sources: DumpSources,
-) -> dg.MaterializeResult:
-    year = context.partition_key
-    last_report = [0.0]
-
-    def progress(done: int, total: int | None) -> None:
-        now = time.monotonic()
-        if now - last_report[0] >= PROGRESS_SECONDS:
-            last_report[0] = now
-            share = f" ({done / total:.1%})" if total else ""
-            context.log.info(f"downloaded {done:,} bytes{share}")
-
-    fetched = fetch_dump(
-        dump_sources.source(year),
-        warehouse.home / "downloads" / f"snapshot_year={year}",
-        checksums=dump_sources.checksums.get(year),
-        progress=progress,
-    )
-    warehouse.write_report(
-        "wikidata_dump",
-        {
-            "path": str(fetched.path),
-            "source": fetched.source,
-            "bytes": fetched.bytes,
-            "checksum": fetched.checksum,
-            "checksum_algorithm": fetched.checksum_algorithm,
-            "embedded_sample": dump_sources.is_sample(year),
-        },
-        snapshot_year=year,
-    )
-    return dg.MaterializeResult(
-        metadata={
-            "source": fetched.source,
-            "path": dg.MetadataValue.path(str(fetched.path)),
-            "bytes": fetched.bytes,
-            fetched.checksum_algorithm: fetched.checksum,
-            "checksum_verified": fetched.verified,
-            "downloaded": fetched.downloaded,
-            "resumed_requests": fetched.resumed_attempts,
-            "seconds": round(fetched.seconds, 3),
-            "embedded_sample": dump_sources.is_sample(year),
-        }
-    )
-
-
 class DumpShardConfig(dg.Config):
     shards: int = Field(
         default=1,
@@ -125,11 +66,16 @@ EXTRACTED = ("claims", "labels", "lifespans")
 
 @dg.op(ins={"dump": dg.In(dg.Nothing)}, out=dg.DynamicOut(DumpShard))
 def split_wikidata_dump(
-    context: dg.OpExecutionContext, config: DumpShardConfig, warehouse: dg.ResourceParam[Warehouse]
+    context: dg.OpExecutionContext,
+    config: DumpShardConfig,
+    warehouse: dg.ResourceParam[Warehouse],
+    dump_sources: DumpSources,
 ) -> Iterator[dg.DynamicOutput[DumpShard]]:
-    """The dump as it is (one shard), or cut into ``shards`` files of whole lines."""
+    """The snapshot's dump as a local file (a download resumed with Range requests and verified
+    against the checksum list when one is configured), as it is (one shard) or cut into
+    ``shards`` files of whole lines."""
     year = context.partition_key
-    dump = Path(warehouse.read_report("wikidata_dump", snapshot_year=year)["path"])
+    dump = _fetch(context, warehouse, dump_sources, year)
     if config.shards == 1:
         yield dg.DynamicOutput(DumpShard(0, 1, str(dump)), mapping_key="shard_0")
         return
@@ -282,6 +228,48 @@ def merge_wikidata_shards(
             ),
         },
     )
+
+
+def _fetch(
+    context: dg.OpExecutionContext, warehouse: Warehouse, dump_sources: DumpSources, year: str
+) -> Path:
+    last_report = [0.0]
+
+    def progress(done: int, total: int | None) -> None:
+        now = time.monotonic()
+        if now - last_report[0] >= PROGRESS_SECONDS:
+            last_report[0] = now
+            share = f" ({done / total:.1%})" if total else ""
+            context.log.info(f"downloaded {done:,} bytes{share}")
+
+    fetched = fetch_dump(
+        dump_sources.source(year),
+        warehouse.home / "downloads" / f"snapshot_year={year}",
+        checksums=dump_sources.checksums.get(year),
+        progress=progress,
+    )
+    context.log.info(
+        f"snapshot {year}: dump {fetched.source}: {fetched.bytes:,} bytes, "
+        f"{fetched.checksum_algorithm} {fetched.checksum}"
+        + (", checksum verified" if fetched.verified else "")
+        + (f", downloaded in {fetched.seconds:.1f} s" if fetched.downloaded else "")
+    )
+    warehouse.write_report(
+        "wikidata_dump",
+        {
+            "path": str(fetched.path),
+            "source": fetched.source,
+            "bytes": fetched.bytes,
+            "checksum": fetched.checksum,
+            "checksum_algorithm": fetched.checksum_algorithm,
+            "checksum_verified": fetched.verified,
+            "downloaded": fetched.downloaded,
+            "resumed_requests": fetched.resumed_attempts,
+            "embedded_sample": dump_sources.is_sample(year),
+        },
+        snapshot_year=year,
+    )
+    return fetched.path
 
 
 def _shard_config(config: dict) -> dict:

@@ -41,27 +41,13 @@ from chronoscope_dagster.paraphrase.tables import (
     turns_for_paraphrase,
 )
 from chronoscope_dagster.partitions import model_setting_partitions
-from chronoscope_dagster.resources import DumpSources, ModelRegistry
+from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
+from chronoscope_dagster.resources.settings import FULL_SUBSET_CHAINS, SAMPLE_SUBSET_CHAINS
 from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
-SAMPLE_SUBSET_CHAINS = 24
-FULL_SUBSET_CHAINS = 10_000
-
 
 class ParaphraseConfig(dg.Config):
-    chains: int | None = Field(
-        default=None,
-        ge=0,
-        description="Chains of the evaluation sample to paraphrase, spread over its (family, "
-        f"length) strata; default {FULL_SUBSET_CHAINS:,} (the paper's size), or "
-        f"{SAMPLE_SUBSET_CHAINS} when every snapshot is the embedded sample.",
-    )
-    paraphraser: str = Field(
-        default="",
-        description="The registry model that rewrites the questions; empty: the embedded CPU "
-        "model, whether or not the registry has it.",
-    )
     retries: int = Field(
         default=2,
         ge=0,
@@ -74,7 +60,7 @@ class ParaphraseConfig(dg.Config):
 
 
 @dg.asset(
-    deps=["eval_sample", "turns", "labels"],
+    deps=["eval_sample", "turns", "labels", "paraphrase_settings"],
     group_name="paraphrase",
     kinds={"python", "parquet"},
     pool="model_calls",
@@ -86,13 +72,15 @@ class ParaphraseConfig(dg.Config):
 def paraphrased_subset(
     context: dg.AssetExecutionContext,
     config: ParaphraseConfig,
+    benchmark_settings: BenchmarkSettings,
     warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
     duckdb: DuckDBResource,
     dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
-    spec = models.spec(config.paraphraser) if config.paraphraser else models.embedded()
-    size = config.chains
+    paraphraser = benchmark_settings.paraphraser
+    spec = models.spec(paraphraser) if paraphraser else models.embedded()
+    size = benchmark_settings.paraphrase_chains
     if size is None:
         embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
         size = SAMPLE_SUBSET_CHAINS if embedded else FULL_SUBSET_CHAINS
@@ -167,7 +155,7 @@ def paraphrased_subset(
 
 @dg.asset(
     partitions_def=model_setting_partitions,
-    deps=["paraphrased_subset", "turns"],
+    deps=["paraphrased_subset", "turns", "model_entry"],
     group_name="paraphrase",
     kinds={"python", "parquet"},
     pool="model_calls",

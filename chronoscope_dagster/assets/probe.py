@@ -19,27 +19,16 @@ from chronoscope_dagster.probe.home import CORPUS_FILE, RUN_FILE, load_corpus
 from chronoscope_dagster.probe.judge import judge_for_model
 from chronoscope_dagster.probe.report import build_report, render_markdown
 from chronoscope_dagster.probe.runs import ROW_FIELDS, ProbeRun, run_probe
-from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 
 
 class ProbeCorpusConfig(dg.Config):
     generated: int = Field(default=120, ge=0, description="Generated items beside the authored.")
     seed: int = Field(default=0, description="Seed of the generator.")
-    longmemeval_file: str = Field(
-        default="",
-        description="Probe a LongMemEval-shaped file instead (e.g. longmemeval_s.json); "
-        "its items are judged from their answer text.",
-    )
 
 
 class ProbeRunConfig(dg.Config):
-    items_per_type: int = Field(
-        default=0,
-        ge=0,
-        description="Probe only the first N items of each question type (0: every item); the "
-        "embedded CPU model takes about 2 s per item and arm.",
-    )
     judge_model: str = Field(
         default="",
         description="A registry model that also judges every answer with the temporal "
@@ -48,6 +37,7 @@ class ProbeRunConfig(dg.Config):
 
 
 @dg.asset(
+    deps=["probe_source"],
     group_name="probe",
     kinds={"json", "parquet"},
     description="The probe's corpus in LongMemEval's JSON shape: the authored items (three "
@@ -55,13 +45,12 @@ class ProbeRunConfig(dg.Config):
     "every date in a gold answer derived from the session timestamps, no date in any message.",
 )
 def probe_corpus(
-    config: ProbeCorpusConfig, warehouse: dg.ResourceParam[Warehouse]
+    config: ProbeCorpusConfig,
+    benchmark_settings: BenchmarkSettings,
+    warehouse: dg.ResourceParam[Warehouse],
 ) -> dg.MaterializeResult:
-    corpus = (
-        read_corpus(config.longmemeval_file)
-        if config.longmemeval_file
-        else build_corpus(config.generated, config.seed)
-    )
+    probe_file = benchmark_settings.probe_file
+    corpus = read_corpus(probe_file) if probe_file else build_corpus(config.generated, config.seed)
     directory = warehouse.partition_dir("probe_corpus")
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=directory, prefix=".export.") as staging:
@@ -101,7 +90,7 @@ def probe_corpus(
 
 @dg.asset(
     partitions_def=model_partitions,
-    deps=["probe_corpus"],
+    deps=["probe_corpus", "probe_run_settings", "model_entry"],
     group_name="probe",
     kinds={"python", "parquet"},
     pool="model_calls",
@@ -112,12 +101,13 @@ def probe_corpus(
 def probe_runs(
     context: dg.AssetExecutionContext,
     config: ProbeRunConfig,
+    benchmark_settings: BenchmarkSettings,
     warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
 ) -> dg.MaterializeResult:
     model = context.partition_key
     spec = models.spec(model)
-    corpus = first_per_type(load_corpus(warehouse), config.items_per_type)
+    corpus = first_per_type(load_corpus(warehouse), benchmark_settings.probe_items_per_type)
     context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
     started = time.perf_counter()
     cache = warehouse.response_cache_path

@@ -112,9 +112,7 @@ def fact_intervals_shard(
             connection,
             shard.rows_of(claims),
             "fact_intervals",
-            lifespans=parquet_source(warehouse.data_path("lifespans", snapshot_year=year))
-            if warehouse.has("lifespans", snapshot_year=year)
-            else None,
+            lifespans=parquet_source(warehouse.data_path("lifespans", snapshot_year=year)),
             functional=default_catalog().functional_pids,
         )
         parts = warehouse.shard_asset("fact_intervals")

@@ -16,10 +16,10 @@ from chronoscope_dagster.cli import main
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import RegistryError
 from chronoscope_dagster.orchestration import RunFailed, run_selection
-from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import REFERENCE_MODELS, TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
+from tests.conftest import REFERENCE_MODELS, SAMPLE_SETTINGS, TEST_MODELS
+from tests.pipeline_helpers import copy_home, failed_checks, home_instance, run_ci_checks
 
 MODELS = ("local", "oracle", "present_day", "copy_previous", "scope_blind", "blind")
 
@@ -93,7 +93,9 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
         home=str(copy),
         selection="predictions",
         models=str(TEST_MODELS),
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=home_instance(copy),
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+        force=True,
         echo=lambda _: None,
     )
     assert len(results) == len(MODELS) * len(SETTINGS) and all(r.success for r in results)
@@ -281,7 +283,9 @@ def test_a_wrong_oracle_answer_fails_the_run(sample_home, tmp_path):
             home=str(copy),
             selection="metrics",
             models=str(REFERENCE_MODELS),
-            instance=dg.DagsterInstance.ephemeral(),
+            instance=home_instance(copy),
+            settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+            force=True,
             echo=lambda _: None,
         )
 
@@ -307,7 +311,9 @@ def test_a_scope_blind_that_keeps_an_implicit_scope_fails_the_run(sample_home, t
             home=str(copy),
             selection="metrics",
             models=str(REFERENCE_MODELS),
-            instance=dg.DagsterInstance.ephemeral(),
+            instance=home_instance(copy),
+            settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+            force=True,
             echo=lambda _: None,
         )
 

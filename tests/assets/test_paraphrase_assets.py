@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,9 +17,10 @@ from chronoscope_dagster.orchestration import run_selection
 from chronoscope_dagster.paraphrase.filter import REASONS
 from chronoscope_dagster.paraphrase.rewrite import ParaphraseResult
 from chronoscope_dagster.paraphrase.tables import paraphrases_table
+from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import MODEL_THREADS, TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
+from tests.conftest import MODEL_THREADS, SAMPLE_SETTINGS, TEST_MODELS
+from tests.pipeline_helpers import copy_home, failed_checks, home_instance, run_ci_checks
 
 
 def test_every_turn_of_the_chosen_chains_is_accounted_for(sample_home):
@@ -95,7 +95,9 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         selection="paraphrase_predictions*",
         models=str(TEST_MODELS),
         model_threads=MODEL_THREADS,
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=home_instance(copy),
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+        force=True,
         echo=lambda _: None,
     )
     assert not failed_checks(run_ci_checks(copy))
@@ -179,8 +181,10 @@ def test_a_rerun_asks_the_model_nothing_and_writes_the_same_bytes(sample_home, t
         home=str(home),
         selection="paraphrased_subset",
         models=str(TEST_MODELS),
-        op_config={"paraphrased_subset": {"chains": 4, "retries": 1}},
-        instance=dg.DagsterInstance.ephemeral(),
+        op_config={"paraphrased_subset": {"retries": 1}},
+        instance=home_instance(home),
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+        force=True,
         echo=lambda _: None,
     )
     [materialization] = result.get_asset_materialization_events()

@@ -1,0 +1,96 @@
+"""The settings that decide what the benchmark holds beyond the dumps and the code.
+
+They are a resource, not run config, so that Dagster sees them: the ``settings`` source
+assets observe them (a file by its content) and every asset built from one depends on it,
+so a change marks that asset stale in the UI and in ``chronoscope run`` alike. The command
+line sets them from its options; a deployment from the YAML file ``$CHRONOSCOPE_SETTINGS``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import yaml
+from pydantic import Field
+
+from chronoscope_dagster.chains.stats import DEFAULT_PER_FAMILY
+
+SETTINGS_ENV = "CHRONOSCOPE_SETTINGS"
+SAMPLE_SUBSET_CHAINS = 24
+FULL_SUBSET_CHAINS = 10_000
+
+
+class BenchmarkSettings(dg.ConfigurableResource):
+    import_chains: str = Field(
+        default="",
+        description="Path of a chains JSON-lines file (the authors' merged_scope_benchmark.jsonl "
+        "or this project's export) to use instead of the generated families.",
+    )
+    per_stratum: int = Field(
+        default=DEFAULT_PER_FAMILY,
+        ge=1,
+        description="Chains per family in the evaluation sample (the stratum is the family; "
+        "lengths take turns within it, chains with more scope-dependent scored turns first). A "
+        "family whose chains are long gets fewer, so that no family supplies more than 20% of "
+        "the scored turns; chains with scope-dependent scored turns are added until the sample "
+        "holds 150 of them (the headline's n; at fewer chains a family, its share of 150). The "
+        "default is small enough for the embedded CPU model; raise it for real models.",
+    )
+    self_per_stratum: int = Field(
+        default=4,
+        ge=0,
+        description="Of those, chains per family in the self-conditioned subset (the first of "
+        "each family's choice, under the same 20% rule).",
+    )
+    paraphrase_chains: int | None = Field(
+        default=None,
+        ge=0,
+        description="Chains of the evaluation sample to paraphrase, spread over its (family, "
+        f"length) strata; default {FULL_SUBSET_CHAINS:,} (the paper's size), or "
+        f"{SAMPLE_SUBSET_CHAINS} when every snapshot is the embedded sample.",
+    )
+    paraphraser: str = Field(
+        default="",
+        description="The registry model that rewrites the questions; empty: the embedded CPU "
+        "model, whether or not the registry has it.",
+    )
+    probe_file: str = Field(
+        default="",
+        description="Probe a LongMemEval-shaped file (e.g. longmemeval_s.json) instead of the "
+        "authored and generated items; its items are judged from their answer text.",
+    )
+    probe_items_per_type: int = Field(
+        default=0,
+        ge=0,
+        description="Probe only the first N items of each question type (0: every item); the "
+        "embedded CPU model takes about 2 s per item and arm.",
+    )
+
+    @classmethod
+    def from_environment(cls) -> BenchmarkSettings:
+        """The settings of the YAML file ``$CHRONOSCOPE_SETTINGS``, or the defaults."""
+        path = os.environ.get(SETTINGS_ENV)
+        if not path:
+            return cls()
+        values = yaml.safe_load(Path(path).read_text()) or {}
+        if not isinstance(values, dict):
+            raise ValueError(f"{SETTINGS_ENV}={path}: expected a mapping of settings")
+        return cls(**values)
+
+
+def settings_version(values: dict[str, object], *files: str) -> tuple[str, dict[str, object]]:
+    """A data version of ``values`` and of the content of ``files`` (a missing or empty path
+    counts as none), with what it was computed from, for the observation's metadata."""
+    described: dict[str, object] = dict(values)
+    for file in files:
+        if file:
+            path = Path(file).expanduser()
+            described[f"{file} sha256"] = (
+                hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "missing"
+            )
+    text = json.dumps(described, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:24], described
