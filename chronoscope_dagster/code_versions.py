@@ -3,8 +3,8 @@
 An asset's code version is a hash of the source its compute functions use: the functions,
 classes and constants of their own module that they name, followed transitively, and every
 other module of the package they name, whole, with that module's imports inside the package,
-transitively. The files shipped in ``chronoscope_dagster/data`` count as source of that
-package, except the embedded sample dumps: those are the dumps' data, versioned by
+transitively. A file or folder of ``chronoscope_dagster/data`` counts as source of the modules
+that name it, except the embedded sample dumps: those are the dumps' data, versioned by
 ``wikidata_dump``'s observations. Computed when the definitions load, so no hand bump can be
 forgotten.
 """
@@ -24,8 +24,8 @@ import dagster as dg
 
 PACKAGE = "chronoscope_dagster"
 PACKAGE_DIR = Path(__file__).parent
-DATA_PACKAGE = f"{PACKAGE}.data"
-NOT_CODE = (PACKAGE_DIR / "data" / "sample" / "dumps",)
+DATA_DIR = PACKAGE_DIR / "data"
+NOT_CODE = (DATA_DIR / "sample" / "dumps",)
 
 
 def code_version(assets_def: dg.AssetsDefinition) -> str:
@@ -121,6 +121,9 @@ def _module_index(module: str) -> tuple[dict[str, str], dict[str, str]]:
 
 @functools.cache
 def _import_closure(modules: frozenset[str]) -> frozenset[str]:
+    """``modules`` and what they import inside the package, transitively. A package named by
+    an import brings all its modules: a package may load its modules by name (the chain
+    families, the model backends), which no import statement shows."""
     seen: set[str] = set()
     pending = list(modules)
     while pending:
@@ -128,8 +131,22 @@ def _import_closure(modules: frozenset[str]) -> frozenset[str]:
         if module in seen or _module_path(module) is None:
             continue
         seen.add(module)
-        pending.extend(_imports(module))
+        named, parents = _imports(module)
+        pending.extend(named)
+        pending.extend(parents)
+        pending.extend(sub for m in named for sub in _submodules(m))
     return frozenset(seen)
+
+
+def _submodules(package: str) -> list[str]:
+    path = _module_path(package)
+    if path is None or path.name != "__init__.py":
+        return []
+    return [
+        ".".join([package, *file.relative_to(path.parent).with_suffix("").parts])
+        for file in sorted(path.parent.rglob("*.py"))
+        if file.name != "__init__.py"
+    ]
 
 
 def _module_path(module: str) -> Path | None:
@@ -141,8 +158,9 @@ def _module_path(module: str) -> Path | None:
 
 
 @functools.cache
-def _imports(module: str) -> tuple[str, ...]:
-    """The package modules ``module`` imports, anywhere in its source, and its parent packages."""
+def _imports(module: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The package modules ``module`` imports, anywhere in its source, and its parent packages
+    (whose ``__init__`` runs first)."""
     path = _module_path(module)
     assert path is not None
     is_package = path.name == "__init__.py"
@@ -157,22 +175,39 @@ def _imports(module: str) -> tuple[str, ...]:
                 base = ".".join([*parts, base] if base else parts)
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-    parents = {".".join(module.split(".")[:i]) for i in range(2, module.count(".") + 1)}
-    return tuple(sorted(m for m in found | parents if m.startswith(PACKAGE) and _module_path(m)))
+    parents = {".".join(module.split(".")[:i]) for i in range(1, module.count(".") + 1)}
+    return (
+        tuple(sorted(m for m in found if m.startswith(f"{PACKAGE}.") and _module_path(m))),
+        tuple(sorted(m for m in parents if _module_path(m))),
+    )
 
 
 @functools.cache
 def _module_source_digest(module: str) -> bytes:
+    """The module's source and the data files it names: an entry of ``data/`` (a file such as
+    ``properties.yaml`` or a folder such as ``templates``) named by a string in its code."""
     path = _module_path(module)
     assert path is not None
-    digest = hashlib.sha256(path.read_bytes())
-    if module == DATA_PACKAGE:
-        for data_file in sorted(path.parent.rglob("*")):
-            if (
-                data_file.is_file()
-                and "__pycache__" not in data_file.parts
-                and not any(data_file.is_relative_to(p) for p in NOT_CODE)
-            ):
-                digest.update(str(data_file.relative_to(path.parent)).encode())
-                digest.update(data_file.read_bytes())
+    source = path.read_bytes()
+    digest = hashlib.sha256(source)
+    strings = {
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+    for entry in sorted(DATA_DIR.iterdir()):
+        if entry.name in strings:
+            files = sorted(entry.rglob("*")) if entry.is_dir() else [entry]
+            for data_file in files:
+                if _is_data(data_file):
+                    digest.update(str(data_file.relative_to(DATA_DIR)).encode())
+                    digest.update(data_file.read_bytes())
     return digest.digest()
+
+
+def _is_data(path: Path) -> bool:
+    return (
+        path.is_file()
+        and "__pycache__" not in path.parts
+        and not any(path.is_relative_to(p) for p in NOT_CODE)
+    )
