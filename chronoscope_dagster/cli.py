@@ -548,13 +548,16 @@ def _probe(args: argparse.Namespace) -> int:
 
 def _ensure_dagster_home(warehouse: Warehouse) -> None:
     """Runs are recorded in $DAGSTER_HOME (default: <home>/dagster), which `dagster dev` can open."""
+    from chronoscope_dagster.files import atomic_write
+
     if not os.environ.get("DAGSTER_HOME"):
         os.environ["DAGSTER_HOME"] = str(warehouse.home / "dagster")
     dagster_home = Path(os.environ["DAGSTER_HOME"])
     dagster_home.mkdir(parents=True, exist_ok=True)
     config = dagster_home / "dagster.yaml"
     if not config.exists():
-        config.write_text("telemetry:\n  enabled: false\n")
+        with atomic_write(config) as temporary:
+            temporary.write_text("telemetry:\n  enabled: false\n")
 
 
 def _sql(args: argparse.Namespace) -> int:

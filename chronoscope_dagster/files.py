@@ -6,25 +6,31 @@ import fcntl
 import os
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 
 @contextmanager
-def atomic_write(path: str | Path, *, fsync: bool = False) -> Iterator[Path]:
+def atomic_write(
+    path: str | Path, *, fsync: bool = False, keep_mode: bool = True
+) -> Iterator[Path]:
     """A temporary path beside ``path`` to write; renamed over ``path`` when the block succeeds,
-    removed when it fails. The file keeps the mode of the one it replaces (a new one follows the
-    umask). ``fsync`` makes the new contents and the rename durable before returning."""
+    removed when it fails. The file keeps the mode of the one it replaces (a new one, or any
+    with ``keep_mode=False``, follows the umask). ``fsync`` makes the new contents and the
+    rename durable before returning.
+
+    The temporary is ``.<name>.<pid>.<random>.tmp``: ``remove_dead_temporaries`` finds those
+    of writers killed before they could remove them."""
     path = Path(path)
     handle, name = tempfile.mkstemp(
         dir=path.parent, prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp"
     )
     temporary = Path(name)
     try:
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+        mode = 0o666 & ~_umask()
+        if keep_mode:
+            with suppress(FileNotFoundError):
+                mode = path.stat().st_mode & 0o7777
         os.fchmod(handle, mode)
         os.close(handle)
         handle = -1
@@ -45,6 +51,17 @@ def atomic_write(path: str | Path, *, fsync: bool = False) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+def remove_dead_temporaries(path: str | Path) -> None:
+    """Remove the temporaries ``atomic_write`` left beside ``path`` whose writer (the pid in
+    the name) is no longer running, and those with no pid in their name."""
+    path = Path(path)
+    prefix = f".{path.name}."
+    for leftover in path.parent.iterdir():
+        name = leftover.name
+        if name.startswith(prefix) and name.endswith(".tmp") and _writer_is_gone(leftover):
+            leftover.unlink(missing_ok=True)
+
+
 @contextmanager
 def exclusive_lock(path: str | Path) -> Iterator[Path]:
     """Hold an exclusive ``flock`` on ``.<name>.lock`` beside ``path`` for the block, waiting for
@@ -57,6 +74,21 @@ def exclusive_lock(path: str | Path) -> Iterator[Path]:
             yield lock_path
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _writer_is_gone(temporary: Path) -> bool:
+    """Whether a temporary file's writer (the pid in its name) is no longer running."""
+    parts = temporary.name.split(".")
+    pid = parts[-3] if len(parts) >= 5 and parts[-3].isdigit() else None
+    if pid is None:
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _umask() -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from chronoscope_dagster.files import atomic_write, remove_dead_temporaries
 from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.sql import sql_string
 
@@ -118,22 +118,14 @@ class Warehouse:
 
     @contextmanager
     def writing(self, asset: str, filename: str = DATA_FILE, **keys: str) -> Iterator[Path]:
-        """A temporary path to write; renamed over the partition's file when the block succeeds."""
+        """A temporary path to write; renamed over the partition's file when the block succeeds.
+        Temporaries that killed writers left beside the file are removed first; the file follows
+        the umask of the run that writes it."""
         directory = self.partition_dir(asset, **keys)
         directory.mkdir(parents=True, exist_ok=True)
-        for leftover in directory.glob(f".{glob_escape(filename)}.*.tmp"):
-            if _writer_is_gone(leftover):
-                leftover.unlink(missing_ok=True)
-        handle, temporary = tempfile.mkstemp(
-            dir=directory, prefix=f".{filename}.{os.getpid()}.", suffix=".tmp"
-        )
-        os.fchmod(handle, 0o666 & ~_umask())
-        os.close(handle)
-        try:
-            yield Path(temporary)
-            os.replace(temporary, directory / filename)
-        finally:
-            Path(temporary).unlink(missing_ok=True)
+        remove_dead_temporaries(directory / filename)
+        with atomic_write(directory / filename, keep_mode=False) as temporary:
+            yield temporary
 
     @staticmethod
     def shard_asset(asset: str) -> str:
@@ -303,28 +295,3 @@ def write_query(
 def parquet_source(path: Path) -> str:
     """SQL for reading one Parquet file, its columns only (no hive columns from its path)."""
     return f"read_parquet({sql_string(str(path))}, hive_partitioning = false)"
-
-
-def glob_escape(text: str) -> str:
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _writer_is_gone(temporary: Path) -> bool:
-    """Whether a temporary file's writer (the pid in its name) is no longer running."""
-    parts = temporary.name.split(".")
-    pid = parts[-3] if len(parts) >= 5 and parts[-3].isdigit() else None
-    if pid is None:
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.files import atomic_write
 from chronoscope_dagster.probe.longmemeval import (
     Item,
     Turn,
@@ -201,12 +202,12 @@ def export_corpus(corpus: Corpus, path: str | Path, *, with_specs: bool = True) 
             "corpus_sha256": corpus.sha256(),
             "specs": {qid: spec_to_json(spec) for qid, spec in corpus.specs.items()},
         }
-        target = specs_path(path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_text(
-            json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n", encoding="utf-8", newline="\n"
-        )
-        partial.replace(target)
+        with atomic_write(specs_path(path)) as temporary:
+            temporary.write_text(
+                json.dumps(sidecar, indent=2, ensure_ascii=False) + "\n",
+                encoding="utf-8",
+                newline="\n",
+            )
     return path
 
 

@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from chronoscope_dagster.files import atomic_write
+
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 ITEM_KEYS = (
@@ -262,7 +264,6 @@ def dump_items(items: Sequence[Item], path: str | Path) -> Path:
     """Write items as a LongMemEval file, through a temporary name so a reader never sees half."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(items_to_json(items), encoding="utf-8", newline="\n")
-    partial.replace(path)
+    with atomic_write(path) as temporary:
+        temporary.write_text(items_to_json(items), encoding="utf-8", newline="\n")
     return path

@@ -41,6 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from chronoscope_dagster.files import atomic_write
+
 CHUNK = 1 << 20
 DIGESTS = {32: "md5", 40: "sha1", 64: "sha256"}
 NAME_MAX = 255
@@ -298,7 +300,12 @@ def _write_validators(path: Path, url: str, response, total: int | None) -> None
         "last_modified": response.headers.get("Last-Modified"),
         "bytes": total,
     }
-    path.write_text(json.dumps(known, indent=2) + "\n")
+    _save_validators(path, known)
+
+
+def _save_validators(path: Path, known: dict) -> None:
+    with atomic_write(path) as temporary:
+        temporary.write_text(json.dumps(known, indent=2) + "\n")
 
 
 def _read_validators(path: Path, url: str) -> dict:
@@ -312,7 +319,7 @@ def _read_validators(path: Path, url: str) -> dict:
         return {}
     if known["url"] != redact_url(url):
         known["url"] = redact_url(url)
-        path.write_text(json.dumps(known, indent=2) + "\n")
+        _save_validators(path, known)
     if not (known.get("etag") or known.get("last_modified")):
         return {}
     return known

@@ -21,6 +21,7 @@ from pathlib import Path
 import orjson
 
 from chronoscope_dagster.data import SAMPLE_DIR, SNAPSHOT_YEARS, sample_dump_path
+from chronoscope_dagster.files import atomic_write
 from chronoscope_dagster.wikidata.properties import default_catalog
 from chronoscope_dagster.wikidata.times import GREGORIAN
 
@@ -527,6 +528,7 @@ def write_dumps(sample: Sample, years: tuple[str, ...] = SNAPSHOT_YEARS) -> list
     for year, data in render_all(sample, years).items():
         path = sample_dump_path(year)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        with atomic_write(path) as temporary:
+            temporary.write_bytes(data)
         written.append(path)
     return written
