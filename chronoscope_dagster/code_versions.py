@@ -58,7 +58,10 @@ def _reach(obj: object, home: str, local: dict[str, str], modules: set[str]) -> 
     name = f"{home}.{getattr(obj, '__qualname__', obj)}"
     if name in local:
         return
-    local[name] = inspect.getsource(obj)  # type: ignore[arg-type]
+    try:
+        local[name] = inspect.getsource(obj)  # type: ignore[arg-type]
+    except OSError:
+        local[name] = _module_source_digest(home).hex()
     imported, assigned = _module_index(home)
     namespace = vars(inspect.getmodule(obj))  # type: ignore[arg-type]
     for used in sorted(_used_names(obj)):
@@ -68,6 +71,22 @@ def _reach(obj: object, home: str, local: dict[str, str], modules: set[str]) -> 
             _reach(namespace[used], home, local, modules)
         elif used in assigned:
             local.setdefault(f"{home}.{used}", assigned[used])
+    for held in _closure(obj):
+        _reach(held, held.__module__, local, modules)
+
+
+def _closure(obj: object) -> list[object]:
+    """The package's functions and classes a function holds in its closure: what an op built by
+    a factory (a sharded stage's) runs, from the module that defines it."""
+    if not isinstance(obj, types.FunctionType):
+        return []
+    held = inspect.getclosurevars(obj).nonlocals
+    return [
+        value
+        for _, value in sorted(held.items())
+        if _defined_in(value, getattr(value, "__module__", ""))
+        and value.__module__.startswith(f"{PACKAGE}.")
+    ]
 
 
 def _defined_in(obj: object, module: str) -> bool:
@@ -76,8 +95,11 @@ def _defined_in(obj: object, module: str) -> bool:
 
 def _used_names(obj: object) -> set[str]:
     """The global names ``obj``'s code, annotations and decorators use."""
-    source = textwrap.dedent(inspect.getsource(obj))  # type: ignore[arg-type]
-    names = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    try:
+        source = textwrap.dedent(inspect.getsource(obj))  # type: ignore[arg-type]
+        names = {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)}
+    except (OSError, SyntaxError):
+        names = set()
     if isinstance(obj, types.FunctionType):
         names.update(_names([obj.__code__]))
     return names

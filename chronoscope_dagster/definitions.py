@@ -84,7 +84,7 @@ def build_definitions(
         resources={
             "warehouse": warehouse,
             "duckdb": DuckDBResource(database=str(warehouse.duckdb_path)),
-            "dump_sources": dump_sources or DumpSources(),
+            "dump_sources": dump_sources or DumpSources.from_environment(),
             "anchor_calendar": anchor_calendar or AnchorCalendar(),
             "models": models or ModelRegistry(models_dir=str(warehouse.home / "models")),
             "benchmark_settings": settings or BenchmarkSettings.from_environment(),

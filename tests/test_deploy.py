@@ -12,19 +12,25 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from unittest import mock
 
 import dagster as dg
 import pytest
 import yaml
 
+from chronoscope_dagster.data import sample_dump_path
 from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import run_selection
+from chronoscope_dagster.probe.assemble import build_corpus
+from chronoscope_dagster.probe.corpus import export_corpus
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
+    RUN_DONE,
+    RUNS_QUERY,
     backfill_done,
     graphql,
     http_ok,
@@ -298,3 +304,132 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
     for setting in SETTINGS:
         assert store.has("metrics", model="present_day", setting=setting)
         assert store.has("metrics", model="oracle", setting=setting)
+
+
+STALENESS = """query Stale($path: [String!]!, $partitions: [String!]!) {
+    assetNodes(assetKeys: [{path: $path}]) {
+        staleStatusByPartition(partitions: $partitions)
+        staleCausesByPartition(partitions: $partitions) {
+            key { path } partitionKey category reason } } }"""
+PROBE_STALENESS = """{ assetNodes(assetKeys: [{path: ["probe_corpus"]}]) {
+    staleStatus staleCauses { key { path } reason } } }"""
+RELOAD = """mutation Reload($location: String!) { reloadRepositoryLocation(
+    repositoryLocationName: $location) { __typename } }"""
+SETTINGS_SOURCES = (
+    "chain_import",
+    "sample_settings",
+    "paraphrase_settings",
+    "probe_source",
+    "probe_run_settings",
+)
+OBSERVE = """mutation Observe($params: ExecutionParams!) {
+    launchPipelineExecution(executionParams: $params) {
+        __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+
+
+@pytest.mark.timeout(900)
+def test_the_ui_marks_what_a_changed_dump_feeds_stale_and_a_rerun_rebuilds_exactly_it(
+    postgres_database, tmp_path
+):
+    """The deployment's processes on the real PostgreSQL, with the 2025 dump a file named in
+    the settings file: after the file changes, an observation launched through GraphQL makes
+    the webserver report claims [2025] stale (and 2024 fresh); `chronoscope run` then
+    rebuilds exactly that partition's run, and the webserver reports it fresh. Likewise a
+    setting: a probe file named in the settings file, once the code location is reloaded and
+    the settings observed, makes probe_corpus stale."""
+    dump = tmp_path / "dump-2025.json.gz"
+    shutil.copy(sample_dump_path("2022"), dump)
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(yaml.safe_dump({"dumps": {"2025": str(dump)}}))
+    home = tmp_path / "data"
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", dagster_home / "dagster.yaml")
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "DAGSTER_POSTGRES_HOST": "127.0.0.1",
+        "DAGSTER_POSTGRES_PORT": "5432",
+        "DAGSTER_POSTGRES_USER": "postgres",
+        "DAGSTER_POSTGRES_PASSWORD": "unused-with-trust-auth",
+        "DAGSTER_POSTGRES_DB": postgres_database,
+        "CHRONOSCOPE_HOME": str(home),
+        "CHRONOSCOPE_MODELS": str(REFERENCE_MODELS),
+        "CHRONOSCOPE_SETTINGS": str(settings),
+    }
+
+    def rerun() -> list[str]:
+        lines: list[str] = []
+        with mock.patch.dict(os.environ, env), dg.DagsterInstance.get() as instance:
+            run_selection(
+                home=str(home), selection="key:claims or key:probe_corpus",
+                dumps={"2025": str(dump)}, models=str(REFERENCE_MODELS), instance=instance,
+                echo=lines.append,
+            )  # fmt: skip
+        return [line for line in lines if line.startswith("==> ")]
+
+    assert len(rerun()) == 5
+    servers = Servers(env, tmp_path)
+    try:
+        servers.start_all()
+
+        def staleness() -> dict[str, tuple[str, list[str]]]:
+            [node] = servers.graphql(STALENESS, path=["claims"], partitions=["2024", "2025"])[
+                "assetNodes"
+            ]
+            return {
+                year: (status, [f"{c['key']['path'][0]} {c['reason']}" for c in causes])
+                for year, status, causes in zip(
+                    ["2024", "2025"],
+                    node["staleStatusByPartition"],
+                    node["staleCausesByPartition"],
+                    strict=True,
+                )
+            }
+
+        assert staleness() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
+        shutil.copy(sample_dump_path("2023"), dump)
+
+        def observe(*sources: str) -> None:
+            launched = servers.graphql(
+                OBSERVE,
+                params={
+                    "selector": {
+                        **REPOSITORY,
+                        "pipelineName": "__ASSET_JOB",
+                        "assetSelection": [{"path": [source]} for source in sources],
+                    }
+                },
+            )["launchPipelineExecution"]
+            assert launched["__typename"] == "LaunchRunSuccess", launched
+            run_id = launched["run"]["runId"]
+
+            def done() -> str | None:
+                runs = servers.graphql(RUNS_QUERY, filter={"runIds": [run_id]})["runsOrError"]
+                [run] = runs["results"]
+                return run["status"] if run["status"] in RUN_DONE else None
+
+            status = wait_for(done, 300, f"the observation of {sources}", servers.logs)
+            assert status == "SUCCESS", servers.logs()
+
+        observe("wikidata_dump")
+        assert staleness() == {
+            "2024": ("FRESH", []),
+            "2025": ("STALE", ["wikidata_dump has a new data version"]),
+        }
+        assert rerun() == ["==> claims, labels, lifespans [2025]"]
+        assert staleness() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
+
+        probe_file = tmp_path / "probe.json"
+        export_corpus(build_corpus(2, 0), probe_file)
+        settings.write_text(
+            yaml.safe_dump({"dumps": {"2025": str(dump)}, "probe_file": str(probe_file)})
+        )
+        reloaded = servers.graphql(RELOAD, location=REPOSITORY["repositoryLocationName"])
+        assert reloaded["reloadRepositoryLocation"]["__typename"] == "WorkspaceLocationEntry"
+        observe(*SETTINGS_SOURCES)
+        [probe] = servers.graphql(PROBE_STALENESS)["assetNodes"]
+        assert probe["staleStatus"] == "STALE", probe
+        assert [c["key"]["path"][0] for c in probe["staleCauses"]] == ["probe_source"]
+    finally:
+        servers.stop()

@@ -11,6 +11,7 @@ import dagster as dg
 from pydantic import Field
 
 from chronoscope_dagster.data import sample_dump_path
+from chronoscope_dagster.resources.settings import DUMP_KEYS, settings_file
 from chronoscope_dagster.wikidata.download import is_url, redact_text, redact_url, url_request
 
 EDGE_BYTES = 1 << 20
@@ -32,6 +33,15 @@ class DumpSources(dg.ConfigurableResource):
         default=0,
         description="Processes that parse the dump; 0 means one per core.",
     )
+
+    @classmethod
+    def from_environment(cls) -> DumpSources:
+        """The dumps of the settings file ``$CHRONOSCOPE_SETTINGS``, or the embedded sample."""
+        values = {key: value for key, value in settings_file().items() if key in DUMP_KEYS}
+        for key in ("dumps", "checksums"):
+            if isinstance(values.get(key), dict):
+                values[key] = {str(year): str(v) for year, v in values[key].items()}
+        return cls(**values)
 
     def source(self, snapshot_year: str) -> str:
         return self.dumps.get(snapshot_year) or str(sample_dump_path(snapshot_year))

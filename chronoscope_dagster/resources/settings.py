@@ -73,13 +73,24 @@ class BenchmarkSettings(dg.ConfigurableResource):
     @classmethod
     def from_environment(cls) -> BenchmarkSettings:
         """The settings of the YAML file ``$CHRONOSCOPE_SETTINGS``, or the defaults."""
-        path = os.environ.get(SETTINGS_ENV)
-        if not path:
-            return cls()
-        values = yaml.safe_load(Path(path).read_text()) or {}
-        if not isinstance(values, dict):
-            raise ValueError(f"{SETTINGS_ENV}={path}: expected a mapping of settings")
-        return cls(**values)
+        values = settings_file()
+        return cls(**{key: value for key, value in values.items() if key not in DUMP_KEYS})
+
+
+DUMP_KEYS = ("dumps", "checksums", "workers")
+"""Keys of the settings file that configure ``DumpSources``."""
+
+
+def settings_file() -> dict[str, object]:
+    """The mapping in the YAML file ``$CHRONOSCOPE_SETTINGS`` ({} when unset): a deployment's
+    settings, e.g. ``per_stratum: 3`` and ``dumps: {2025: /data/dumps/latest.json.gz}``."""
+    path = os.environ.get(SETTINGS_ENV)
+    if not path:
+        return {}
+    values = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(values, dict):
+        raise ValueError(f"{SETTINGS_ENV}={path}: expected a mapping of settings")
+    return values
 
 
 def settings_version(values: dict[str, object], *files: str) -> tuple[str, dict[str, object]]:
