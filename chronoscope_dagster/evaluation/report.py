@@ -8,13 +8,13 @@ stay beside it. Every printed figure carries its n (its denominator).
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+from markdown_it import MarkdownIt
 
 from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_LABELS
 from chronoscope_dagster.evaluation.metrics import SCOPE_METRIC
@@ -556,43 +556,10 @@ def render_markdown(
 
 
 def render_html(markdown_text: str) -> str:
-    """A self-contained page: tables as HTML tables, images beside the file."""
-    body, table = [], []
-
-    def flush() -> None:
-        if not table:
-            return
-        header, *rows = [
-            [html.escape(c.strip()) for c in line.strip("|").split(" | ")]
-            for line in table
-            if not line.startswith("|---")
-        ]
-        body.append(
-            "<table><tr>"
-            + "".join(f"<th>{c}</th>" for c in header)
-            + "</tr>"
-            + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-            + "</table>"
-        )
-        table.clear()
-
-    for line in markdown_text.splitlines():
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        flush()
-        if line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("# "):
-            body.append(f"<h1>{html.escape(line[2:])}</h1>")
-        elif line.startswith("- "):
-            body.append(f"<p>{html.escape(line[2:])}</p>")
-        elif line.startswith("!["):
-            alt, _, src = line[2:-1].partition("](")
-            body.append(f'<p><img src="{html.escape(src)}" alt="{html.escape(alt)}"></p>')
-        elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
-    flush()
+    """A self-contained page: the Markdown rendered (tables included), images beside the file.
+    Raw HTML is escaped, not passed through: model names and answers in the tables are data."""
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    body = renderer.render(markdown_text)
     style = (
         "body{font-family:sans-serif;max-width:1200px;margin:2em auto}"
         "table{border-collapse:collapse;margin:1em 0;font-size:13px}"
@@ -601,5 +568,5 @@ def render_html(markdown_text: str) -> str:
     )
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>ChronoScope report</title>"
-        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
+        f"<style>{style}</style></head><body>{body}</body></html>\n"
     )

@@ -93,3 +93,55 @@ def test_the_report_opens_with_the_headline_and_says_what_it_measures(every):
     page = render_html(markdown)
     assert "<h2>Headline" in page and "comparison with the paper" in page
     assert page.index("<h2>Headline") < page.index("<h2>Main results")
+    assert "<table>" in page and "<th>model</th>" in page
+
+
+def test_the_html_page_renders_the_markdown_in_the_report_wrapper():
+    markdown = "\n".join(
+        [
+            "# ChronoScope evaluation report",
+            "",
+            "- models: oracle, `local`",
+            "",
+            "## Plots",
+            "",
+            "See [the paper](https://example.org/paper).",
+            "",
+            "| model | Acc@1 |",
+            "|---|---|",
+            "| oracle | 1.000 (n=3) |",
+            "",
+            "![final_by_length](final_by_length.png)",
+        ]
+    )
+    page = render_html(markdown)
+    assert page.startswith("<!doctype html><html><head><meta charset='utf-8'>")
+    assert "<title>ChronoScope report</title>" in page and "<style>body{" in page
+    assert page.endswith("</body></html>\n")
+    assert "<h1>ChronoScope evaluation report</h1>" in page and "<h2>Plots</h2>" in page
+    assert "<li>models: oracle, <code>local</code></li>" in page
+    assert '<a href="https://example.org/paper">the paper</a>' in page
+    assert re.search(
+        r"<table>.*<th>model</th>.*<td>oracle</td>\s*<td>1\.000 \(n=3\)</td>", page, re.S
+    )
+    assert '<img src="final_by_length.png" alt="final_by_length"' in page
+
+
+def test_html_in_a_table_cell_is_escaped_not_rendered(every):
+    hostile = "<script>alert('x')</script>"
+    renamed = every.set_column(
+        every.schema.get_field_index("model"),
+        "model",
+        pa.array([hostile if m == "oracle" else m for m in every.column("model").to_pylist()]),
+    )
+    markdown = render_markdown(renamed, [], {"models": hostile})
+    assert f"| {hostile} |" in markdown
+    page = render_html(markdown)
+    assert "<script" not in page
+    assert "<td>&lt;script&gt;alert('x')&lt;/script&gt;</td>" in page
+    assert "<li>models: &lt;script&gt;alert('x')&lt;/script&gt;</li>" in page
+
+
+def test_a_pipe_in_a_cell_stays_in_its_cell():
+    page = render_html("| model | n |\n|---|---|\n| a\\|b | 1 |\n")
+    assert re.search(r"<td>a\|b</td>\s*<td>1</td>", page)
