@@ -1,4 +1,6 @@
-"""Jobs, sensors and schedules."""
+"""Jobs, sensors, schedules and declarative automation."""
+
+import os
 
 import dagster as dg
 
@@ -6,15 +8,54 @@ from chronoscope_dagster.evaluation.prompts import SETTINGS
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.resources import ModelRegistry
 
-EVALUATION = dg.AssetSelection.assets(
-    "predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics"
-)
+EVALUATION_ASSETS = ("predictions", "metrics", "paraphrase_predictions", "paraphrase_metrics")
+PER_MODEL_ASSETS = (*EVALUATION_ASSETS, "probe_runs")
+"""The assets partitioned by model: the registry sensor and backfills run them."""
+EVALUATION = dg.AssetSelection.assets(*EVALUATION_ASSETS)
 PROBE = dg.AssetSelection.assets("probe_runs")
 PER_MODEL = EVALUATION | PROBE
 
+BENCHMARK = dg.AssetSelection.all() - PER_MODEL
+"""The benchmark and what is rolled up from the evaluations: what ``chronoscope_main`` runs."""
+AUTOMATION_ENV = "CHRONOSCOPE_AUTOMATION"
+
+SOURCES_OBSERVED = dg.AutomationCondition.on_cron("*/15 * * * *")
+"""The dumps, settings and registry entries are observed every quarter of an hour."""
+REBUILT_ON_CHANGE = (
+    (
+        dg.AutomationCondition.any_deps_match(dg.AutomationCondition.data_version_changed())
+        | dg.AutomationCondition.code_version_changed()
+    ).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("an input's data version or the code changed")
+"""A benchmark asset partition is rebuilt once an input's data version changes (a dump, a
+setting, an upstream asset rebuilt into other data) or its code version does: Dagster's
+staleness, acted upon. An input rebuilt into the same data version triggers nothing."""
+
+
+def benchmark_freshness_sensor() -> dg.AutomationConditionSensorDefinition:
+    """Evaluates the conditions above. Stopped unless ``$CHRONOSCOPE_AUTOMATION`` is ``on``
+    (or turned on in the UI): a first build of the whole benchmark is a decision, not a
+    side effect of starting the daemon."""
+    running = os.environ.get(AUTOMATION_ENV, "").lower() in ("1", "on", "true", "yes")
+    return dg.AutomationConditionSensorDefinition(
+        "benchmark_freshness",
+        target=dg.AssetSelection.all(include_sources=True) - PER_MODEL,
+        default_status=(
+            dg.DefaultSensorStatus.RUNNING if running else dg.DefaultSensorStatus.STOPPED
+        ),
+        minimum_interval_seconds=60,
+        description="Observes the dumps, settings and registry entries every 15 minutes and "
+        "rebuilds the benchmark assets whose inputs got a new data version or whose code "
+        "changed (the UI's stale markers).",
+    )
+
+
 main_job = dg.define_asset_job(
     "chronoscope_main",
-    selection=dg.AssetSelection.all() - PER_MODEL,
+    selection=BENCHMARK,
     description="The benchmark: every asset but the per-model ones, with its checks. A job "
     "holds one partitions definition besides unpartitioned assets, so model partitions run "
     "in evaluate_model (`chronoscope run` runs both).",

@@ -7,6 +7,9 @@ from dagster_duckdb import DuckDBResource
 
 from chronoscope_dagster.assets import chains, evaluation, ingest, paraphrase, probe, sources, truth
 from chronoscope_dagster.automation import (
+    PER_MODEL_ASSETS,
+    REBUILT_ON_CHANGE,
+    benchmark_freshness_sensor,
     ci_checks_job,
     evaluation_job,
     main_job,
@@ -80,7 +83,7 @@ def build_definitions(
             ]
         ),
         jobs=[main_job, ci_checks_job, evaluation_job, probe_job],
-        sensors=[model_registry_sensor],
+        sensors=[model_registry_sensor, benchmark_freshness_sensor()],
         resources={
             "warehouse": warehouse,
             "duckdb": DuckDBResource(database=str(warehouse.duckdb_path)),
@@ -96,13 +99,20 @@ def build_definitions(
 def _versioned(
     assets: dg.AssetsDefinition | dg.SourceAsset,
 ) -> dg.AssetsDefinition | dg.SourceAsset:
-    """``assets`` owned by the team and, when it is materialized, versioned by its source."""
+    """``assets`` owned by the team and, when it is materialized, versioned by its source and,
+    unless it is a model's, rebuilt by the freshness sensor when its inputs or code change."""
     if isinstance(assets, dg.SourceAsset):
         return assets
-    version = code_version(assets) if assets.is_materializable else None
+    if not assets.is_materializable:
+        return assets.map_asset_specs(lambda spec: spec.replace_attributes(owners=OWNERS))
+    version = code_version(assets)
     return assets.map_asset_specs(
         lambda spec: spec.replace_attributes(
-            owners=OWNERS, **({"code_version": version} if version else {})
+            owners=OWNERS,
+            code_version=version,
+            automation_condition=(
+                None if spec.key.to_user_string() in PER_MODEL_ASSETS else REBUILT_ON_CHANGE
+            ),
         )
     )
 

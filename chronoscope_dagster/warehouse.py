@@ -19,6 +19,7 @@ on a DuckDB that can open no file at all (``chronoscope sql``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -115,6 +116,26 @@ class Warehouse:
         """Whether the partition was written (its data or, for file-less assets, its report)."""
         directory = self.partition_dir(asset, **keys)
         return (directory / DATA_FILE).exists() or (directory / REPORT_FILE).exists()
+
+    def data_version(self, asset: str, **keys: str) -> str:
+        """A hash of what a partition holds: its files by relative path, but its report (which
+        records timings) and temporaries. Assets give it to Dagster as their data version, so
+        an input rebuilt into the same bytes leaves what depends on it fresh, and one rebuilt
+        into other bytes makes it stale, partition by partition."""
+        directory = self.partition_dir(asset, **keys)
+        digest = hashlib.sha256()
+        for path in sorted(directory.rglob("*")):
+            relative = path.relative_to(directory)
+            if (
+                not path.is_file()
+                or relative.name == REPORT_FILE
+                or any(part.startswith(".") or "=" in part for part in relative.parts)
+            ):
+                continue
+            digest.update(f"{relative}\n".encode())
+            with path.open("rb") as file:
+                digest.update(hashlib.file_digest(file, "sha256").digest())
+        return digest.hexdigest()[:32]
 
     @contextmanager
     def writing(self, asset: str, filename: str = DATA_FILE, **keys: str) -> Iterator[Path]:

@@ -88,7 +88,12 @@ def predictions(
         model=model,
         setting=setting,
     )
-    return dg.MaterializeResult(metadata=answered_metadata(answered, spec))
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(
+            warehouse.data_version("predictions", model=model, setting=setting)
+        ),
+        metadata=answered_metadata(answered, spec),
+    )
 
 
 @dg.asset(
@@ -119,6 +124,9 @@ def metrics(
     warehouse.write_table("metrics", table, model=model, setting=setting)
     warehouse.write_report("metrics", config.model_dump(), model=model, setting=setting)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(
+            warehouse.data_version("metrics", model=model, setting=setting)
+        ),
         metadata={
             "dagster/row_count": table.num_rows,
             "scored_turns": scored,
@@ -126,7 +134,7 @@ def metrics(
             "match_mode": config.match_mode,
             "seconds": round(time.perf_counter() - started, 2),
             **headline_metadata(table),
-        }
+        },
     )
 
 
@@ -196,13 +204,14 @@ def leaderboard(
         pq.write_table(knowledge, path, compression="zstd")
     refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("leaderboard")),
         metadata={
             "dagster/row_count": table.num_rows,
             "models": sorted(set(table.column("model").to_pylist())),
             "baseline": order[0],
             "uncompared": dg.MetadataValue.json(uncompared),
             **{name: dg.MetadataValue.md(text) for name, text in markdown.items()},
-        }
+        },
     )
 
 
@@ -277,6 +286,7 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
     shutil.rmtree(out, ignore_errors=True)
     staging.rename(out)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("report")),
         metadata={
             "report": dg.MetadataValue.md(markdown),
             "html": dg.MetadataValue.path(str(out / "report.html")),
@@ -285,5 +295,5 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
             "results_json": dg.MetadataValue.json(
                 [str(out / "results" / f"{m}.json") for m in models]
             ),
-        }
+        },
     )

@@ -126,6 +126,7 @@ def paraphrased_subset(
     accepted = [r for r in results if r.accepted]
     rejected = [r for r in results if r.status == "rejected"]
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("paraphrased_subset")),
         metadata={
             "dagster/row_count": table.num_rows,
             "chains": chains,
@@ -149,7 +150,7 @@ def paraphrased_subset(
                     [(r.original, r.last_reply, ", ".join(r.reasons)) for r in rejected[:8]],
                 )
             ),
-        }
+        },
     )
 
 
@@ -196,7 +197,12 @@ def paraphrase_predictions(
         model=model,
         setting=setting,
     )
-    return dg.MaterializeResult(metadata=answered_metadata(answered, spec))
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(
+            warehouse.data_version("paraphrase_predictions", model=model, setting=setting)
+        ),
+        metadata=answered_metadata(answered, spec),
+    )
 
 
 @dg.asset(
@@ -229,6 +235,9 @@ def paraphrase_metrics(
     warehouse.write_table("paraphrase_metrics", table, model=model, setting=setting)
     warehouse.write_report("paraphrase_metrics", config.model_dump(), model=model, setting=setting)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(
+            warehouse.data_version("paraphrase_metrics", model=model, setting=setting)
+        ),
         metadata={
             "dagster/row_count": table.num_rows,
             "scored_turns": dg.MetadataValue.json(scored),
@@ -239,5 +248,5 @@ def paraphrase_metrics(
                 for variant, variant_table in tables.items()
                 for key, value in headline_metadata(variant_table).items()
             },
-        }
+        },
     )

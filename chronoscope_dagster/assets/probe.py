@@ -76,6 +76,7 @@ def probe_corpus(
     for item in corpus.items:
         by_type[item.question_type] = by_type.get(item.question_type, 0) + 1
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("probe_corpus")),
         metadata={
             "dagster/row_count": len(corpus.items),
             "corpus_id": corpus.id,
@@ -84,7 +85,7 @@ def probe_corpus(
             "path": dg.MetadataValue.path(
                 str(warehouse.partition_dir("probe_corpus") / CORPUS_FILE)
             ),
-        }
+        },
     )
 
 
@@ -127,6 +128,7 @@ def probe_runs(
         correct, total = accuracy.get(row.arm, (0, 0))
         accuracy[row.arm] = (correct + row.check_correct, total + 1)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("probe_runs", model=model)),
         metadata={
             "dagster/row_count": rows.num_rows,
             "seconds": round(time.perf_counter() - started, 1),
@@ -136,7 +138,7 @@ def probe_runs(
                     [(arm, c, n, f"{c / n:.3f}") for arm, (c, n) in accuracy.items()],
                 )
             ),
-        }
+        },
     )
 
 
@@ -165,10 +167,11 @@ def probe_report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult
         path.write_text(markdown, encoding="utf-8")
     warehouse.write_report("probe_report", reports)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("probe_report")),
         metadata={
             "report": dg.MetadataValue.md(markdown),
             "path": dg.MetadataValue.path(
                 str(warehouse.partition_dir("probe_report") / "report.md")
             ),
-        }
+        },
     )

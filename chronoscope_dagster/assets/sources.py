@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from chronoscope_dagster.automation import SOURCES_OBSERVED
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.llm.registry import ModelSpec
 from chronoscope_dagster.partitions import model_partitions, snapshot_year_partitions
@@ -23,6 +24,7 @@ NOT_ANSWER_CHANGING = ("threads", "convert_dir")
 @dg.observable_source_asset(
     partitions_def=snapshot_year_partitions,
     group_name="sources",
+    automation_condition=SOURCES_OBSERVED,
     description="The Wikidata JSON dump of each snapshot year: the embedded sample by default, "
     "or a configured path or HTTP(S) URL. Its data version comes from what identifies the bytes "
     "now (a file's size, modification time and the hash of its first and last MiB; a URL's "
@@ -55,7 +57,12 @@ SETTINGS_SPECS = {
 
 @dg.multi_observable_source_asset(
     specs=[
-        dg.AssetSpec(key, group_name="sources", description=description)
+        dg.AssetSpec(
+            key,
+            group_name="sources",
+            description=description,
+            automation_condition=SOURCES_OBSERVED,
+        )
         for key, description in SETTINGS_SPECS.items()
     ],
 )
@@ -86,6 +93,7 @@ def settings(
 @dg.observable_source_asset(
     partitions_def=model_partitions,
     group_name="sources",
+    automation_condition=SOURCES_OBSERVED,
     description="Each model registry entry: backend, model, decoding, prompting and the "
     "options that change answers (not threads). A changed entry makes its partitions stale.",
 )
