@@ -4,7 +4,6 @@ families from one index of what its chains reach), then the merged benchmark."""
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -25,7 +24,7 @@ from chronoscope_dagster.chains.benchmark import (
     merge_snapshots,
     refusals_by_family,
 )
-from chronoscope_dagster.chains.facts import Shard
+from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.reach import (
@@ -58,7 +57,8 @@ from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.resources.warehouse import refresh_views
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
+from chronoscope_dagster.sharding import Part, Shard, sharded_asset
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
 
 class ChainConfig(dg.Config):
@@ -90,28 +90,9 @@ class ChainConfig(dg.Config):
     )
 
 
-@dataclass(frozen=True)
-class ChainShard:
-    index: int
-    count: int
-    families: tuple[str, ...]
-    config: dict
-
-    @property
-    def key(self) -> str:
-        return shard_key(self.index, self.count)
-
-
-@dataclass(frozen=True)
-class GeneratedShard:
-    shard: ChainShard
-    families: dict[str, ShardFamily]
-
-
-@dg.op(ins={"facts": dg.In(dg.Nothing)}, out=dg.DynamicOut(ChainShard))
 def plan_chain_shards(
-    context: dg.OpExecutionContext, config: ChainConfig, warehouse: dg.ResourceParam[Warehouse]
-) -> Iterator[dg.DynamicOutput[ChainShard]]:
+    context: dg.OpExecutionContext, config: ChainConfig, warehouse: Warehouse
+) -> list[tuple[str, ...]]:
     """One step per shard, each generating the selected families."""
     families = tuple(
         family
@@ -126,21 +107,17 @@ def plan_chain_shards(
             f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: "
             f"{count} shard{'s' if count > 1 else ''}"
         )
-    for index in range(count):
-        yield dg.DynamicOutput(
-            ChainShard(index, count, families, config.model_dump()),
-            mapping_key=f"shard_{index}",
-        )
+    return [families] * count
 
 
-@dg.op
 def generate_chain_shard(
-    context: dg.OpExecutionContext, shard: ChainShard, warehouse: dg.ResourceParam[Warehouse]
-) -> GeneratedShard:
+    context: dg.OpExecutionContext, shard: Shard[tuple[str, ...]], warehouse: Warehouse
+) -> dict[str, ShardFamily]:
     """The chains of the families rooted in one shard of the snapshot's subjects."""
     started = time.perf_counter()
     year = context.partition_key
-    config = ChainConfig(**shard.config)
+    config = shard.config
+    families = shard.value
     workers, reduced = step_workers(config.workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
@@ -148,33 +125,29 @@ def generate_chain_shard(
         partial(
             measured,
             partial(
-                write_shard_families, warehouse, year, shard.families, config.language, config.seed,
-                workers or 1, Shard(shard.index, shard.count), shard.key,
+                write_shard_families, warehouse, year, families, config.language, config.seed,
+                workers or 1, SubjectShard(shard.index, shard.count), shard.key,
             ),
         )
     )  # fmt: skip
     for family, written in left.items():
         context.log.info(f"shard {shard.index}: {family}: {written.chains:,} chains")
     context.log.info(
-        f"shard {shard.index} of {shard.count}: {len(shard.families)} families in "
+        f"shard {shard.index} of {shard.count}: {len(families)} families in "
         f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
     )
-    return GeneratedShard(shard, left)
+    return left
 
 
-@dg.op(
-    out={f"family_{family}": dg.Out(dg.Nothing, is_required=False) for family in FAMILIES},
-)
 def merge_chain_shards(
     context: dg.OpExecutionContext,
-    shards: list[GeneratedShard],
-    warehouse: dg.ResourceParam[Warehouse],
+    shards: list[Part[tuple[str, ...], dict[str, ShardFamily]]],
+    warehouse: Warehouse,
 ) -> Iterator[dg.Output]:
     """Each family's shards as one table, in the order of unsharded generation."""
     started, peak = time.perf_counter(), PeakMemory(children=False)
     year = context.partition_key
-    shards = sorted(shards, key=lambda generated: generated.shard.index)
-    config = ChainConfig(**shards[0].shard.config)
+    config = shards[0].shard.config
     for family in FAMILIES:
         asset = f"family_{family}"
         if asset not in context.selected_output_names:
@@ -191,7 +164,7 @@ def merge_chain_shards(
         keys = [generated.shard.key for generated in shards]
         scopes_refused = merged_refusals(warehouse, family, year, keys)
         no_explicit = sum(
-            (generated.families[family].no_explicit_question for generated in shards), Counter()
+            (generated.result[family].no_explicit_question for generated in shards), Counter()
         )
         warehouse.write_table(asset, table, snapshot_year=year)
         warehouse.drop_shards(asset, snapshot_year=year)
@@ -220,7 +193,7 @@ def merge_chain_shards(
                 "dagster/row_count": table.num_rows,
                 "chains": firsts.num_rows,
                 "max_length": pc.max(table.column("chain_length")).as_py() or 0,
-                "unnameable_subjects": shards[0].families[family].unnameable_subjects,
+                "unnameable_subjects": shards[0].result[family].unnameable_subjects,
                 "scopes_refused": dg.MetadataValue.json(
                     {reason: scopes_refused[reason] for reason in REFUSAL_REASONS}
                 ),
@@ -239,12 +212,15 @@ def merge_chain_shards(
     )
 
 
-def _plan_config(config: dict) -> dict:
-    return {"plan_chain_shards": {"config": config}}
-
-
-@dg.graph_multi_asset(
-    name="chain_families",
+chain_families = sharded_asset(
+    "chain_families",
+    plan=plan_chain_shards,
+    step=generate_chain_shard,
+    merge=merge_chain_shards,
+    config=ChainConfig,
+    deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
+    graph_description="The selected families of one snapshot: one step per subject-hash shard, "
+    "then a merge.",
     outs={
         f"family_{family}": dg.AssetOut(
             dagster_type=dg.Nothing,
@@ -253,21 +229,10 @@ def _plan_config(config: dict) -> dict:
         )
         for family in FAMILIES
     },
-    ins={
-        name: dg.AssetIn(dagster_type=dg.Nothing)
-        for name in ("truth", "fact_intervals", "labels", "lifespans", "present_day")
-    },
     group_name="chains",
     partitions_def=snapshot_year_partitions,
     can_subset=True,
-    config=dg.ConfigMapping(config_fn=_plan_config, config_schema=ChainConfig.to_config_schema()),
 )
-def chain_families(truth, fact_intervals, labels, lifespans, present_day):
-    """The selected families of one snapshot: one step per subject-hash shard, then a merge."""
-    shards = plan_chain_shards([truth, fact_intervals, labels, lifespans, present_day]).map(
-        generate_chain_shard
-    )
-    return merge_chain_shards(shards.collect())
 
 
 @dg.multi_asset(

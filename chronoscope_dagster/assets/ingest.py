@@ -3,7 +3,6 @@
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
@@ -17,7 +16,8 @@ from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import step_workers
 from chronoscope_dagster.resources import DumpSources
 from chronoscope_dagster.resources.warehouse import refresh_views
-from chronoscope_dagster.warehouse import Warehouse, shard_key
+from chronoscope_dagster.sharding import Part, Shard, sharded_asset
+from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.download import fetch_dump
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
@@ -43,42 +43,19 @@ class DumpShardConfig(dg.Config):
     )
 
 
-@dataclass(frozen=True)
-class DumpShard:
-    index: int
-    count: int
-    path: str
-
-    @property
-    def key(self) -> str:
-        return shard_key(self.index, self.count)
-
-
-@dataclass(frozen=True)
-class ExtractedShard:
-    shard: DumpShard
-    report: ExtractionReport
-
-
-EXTRACTED = ("claims", "labels", "lifespans")
-"""The assets extraction writes."""
-
-
-@dg.op(ins={"dump": dg.In(dg.Nothing)}, out=dg.DynamicOut(DumpShard))
 def split_wikidata_dump(
     context: dg.OpExecutionContext,
     config: DumpShardConfig,
-    warehouse: dg.ResourceParam[Warehouse],
+    warehouse: Warehouse,
     dump_sources: DumpSources,
-) -> Iterator[dg.DynamicOutput[DumpShard]]:
+) -> list[str]:
     """The snapshot's dump as a local file (a download resumed with Range requests and verified
     against the checksum list when one is configured), as it is (one shard) or cut into
     ``shards`` files of whole lines."""
     year = context.partition_key
     dump = _fetch(context, warehouse, dump_sources, year)
     if config.shards == 1:
-        yield dg.DynamicOutput(DumpShard(0, 1, str(dump)), mapping_key="shard_0")
-        return
+        return [str(dump)]
     log = _throttled_log(context)
     split = split_dump(
         dump,
@@ -92,19 +69,15 @@ def split_wikidata_dump(
         f"snapshot {year}: cut into {config.shards} shards in {split.seconds:.1f} s "
         f"(decompressed MB per shard: {', '.join(f'{b / 1e6:.1f}' for b in split.shard_bytes)})"
     )
-    for index, path in enumerate(split.shards):
-        yield dg.DynamicOutput(
-            DumpShard(index, config.shards, str(path)), mapping_key=f"shard_{index}"
-        )
+    return [str(path) for path in split.shards]
 
 
-@dg.op
 def extract_wikidata_shard(
     context: dg.OpExecutionContext,
-    shard: DumpShard,
-    warehouse: dg.ResourceParam[Warehouse],
+    shard: Shard[str],
+    warehouse: Warehouse,
     dump_sources: DumpSources,
-) -> ExtractedShard:
+) -> ExtractionReport:
     """Claims, labels and lifespans of one shard of the dump, as parts to be concatenated."""
     year = context.partition_key
     keys = {"snapshot_year": year, "shard": shard.key}
@@ -123,7 +96,7 @@ def extract_wikidata_shard(
         warehouse.writing(parts, "lifespans.parquet", **keys) as lifespans_path,
     ):
         report = extract_dump(
-            Path(shard.path),
+            Path(shard.value),
             claims_path,
             labels_path,
             lifespans_out=lifespans_path,
@@ -132,24 +105,19 @@ def extract_wikidata_shard(
         )
     if not report.reconciles:
         context.log.warning(f"shard {shard.index}: {'; '.join(report.reconciliation_errors)}")
-    return ExtractedShard(shard, report)
+    return report
 
 
-@dg.op(
-    out={asset: dg.Out(dg.Nothing) for asset in EXTRACTED},
-    pool="duckdb_writer",
-)
 def merge_wikidata_shards(
     context: dg.OpExecutionContext,
-    shards: list[ExtractedShard],
-    warehouse: dg.ResourceParam[Warehouse],
+    shards: list[Part[str, ExtractionReport]],
+    warehouse: Warehouse,
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     """The shards' parts concatenated in dump order into the snapshot's claims, labels and
     lifespans (a single shard's parts are renamed into place: the same bytes)."""
     year = context.partition_key
     dump = warehouse.read_report("wikidata_dump", snapshot_year=year)
-    shards = sorted(shards, key=lambda extracted: extracted.shard.index)
     parts = warehouse.shard_asset("extraction")
     part_dirs = [
         warehouse.partition_dir(parts, snapshot_year=year, shard=extracted.shard.key)
@@ -164,7 +132,7 @@ def merge_wikidata_shards(
                 concatenate_parquet([d / f"{asset}.parquet" for d in part_dirs], path, schema)
     warehouse.drop_shards("extraction", snapshot_year=year)
     warehouse.drop_shards("wikidata_dump", snapshot_year=year)
-    report = ExtractionReport.combined([e.report for e in shards], dump["bytes"])
+    report = ExtractionReport.combined([extracted.result for extracted in shards], dump["bytes"])
     counts = dict(sorted(report.counts.items()))
     warehouse.write_report(
         "claims",
@@ -272,11 +240,15 @@ def _fetch(
     return fetched.path
 
 
-def _shard_config(config: dict) -> dict:
-    return {"split_wikidata_dump": {"config": config}}
-
-
-@dg.graph_multi_asset(
+claims_and_labels = sharded_asset(
+    "claims_and_labels",
+    plan=split_wikidata_dump,
+    step=extract_wikidata_shard,
+    merge=merge_wikidata_shards,
+    config=DumpShardConfig,
+    deps=["wikidata_dump"],
+    merge_pool="duckdb_writer",
+    graph_description="Split (or not), extract each shard in its own step, concatenate.",
     outs={
         "claims": dg.AssetOut(
             dagster_type=dg.Nothing,
@@ -310,17 +282,9 @@ def _shard_config(config: dict) -> dict:
             ),
         ),
     },
-    ins={"wikidata_dump": dg.AssetIn(dagster_type=dg.Nothing)},
     group_name="ingest",
     partitions_def=snapshot_year_partitions,
-    config=dg.ConfigMapping(
-        config_fn=_shard_config, config_schema=DumpShardConfig.to_config_schema()
-    ),
 )
-def claims_and_labels(wikidata_dump):
-    """Split (or not), extract each shard in its own step, concatenate."""
-    extracted = split_wikidata_dump(wikidata_dump).map(extract_wikidata_shard).collect()
-    return merge_wikidata_shards(extracted)
 
 
 def _throttled_log(context: dg.OpExecutionContext) -> Callable[[Callable[[], str]], None]:

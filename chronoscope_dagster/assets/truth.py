@@ -2,7 +2,6 @@
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import dagster as dg
 import pyarrow.parquet as pq
@@ -14,6 +13,7 @@ from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.resources import AnchorCalendar
 from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.sharding import Part, Shard, sharded_asset
 from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.truth import intervals as intervals_module
 from chronoscope_dagster.truth import table as truth_module
@@ -24,7 +24,7 @@ from chronoscope_dagster.truth.table import (
     present_day_sql,
     write_truth,
 )
-from chronoscope_dagster.warehouse import Warehouse, parquet_source, shard_key, write_query
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 
@@ -42,53 +42,40 @@ class SubjectShardConfig(dg.Config):
     )
 
 
-@dataclass(frozen=True)
-class SubjectShard:
-    index: int
-    count: int
-
-    @property
-    def key(self) -> str:
-        return shard_key(self.index, self.count)
-
-    def rows_of(self, source: str) -> str:
-        """SQL for the rows of ``source`` (a relation with ``subject_qid``) in this shard."""
-        if self.count == 1:
-            return source
-        return f"(SELECT * FROM {source} WHERE hash(subject_qid) % {self.count} = {self.index})"
+def plan_subject_shards(context: dg.OpExecutionContext, config: SubjectShardConfig) -> list[None]:
+    """``shards`` steps, each over the claims of the subjects of one value of a hash of the
+    subject."""
+    return [None] * config.shards
 
 
-@dg.op(
-    ins={"upstream": dg.In(dg.Nothing), "also_upstream": dg.In(dg.Nothing)},
-    out=dg.DynamicOut(SubjectShard),
-)
-def plan_subject_shards(config: SubjectShardConfig) -> Iterator[dg.DynamicOutput[SubjectShard]]:
-    for index in range(config.shards):
-        yield dg.DynamicOutput(SubjectShard(index, config.shards), mapping_key=f"shard_{index}")
+def plan_truth_shards(context: dg.OpExecutionContext, config: SubjectShardConfig) -> list[None]:
+    """``shards`` steps, each over the intervals of the subjects of one value of a hash of the
+    subject."""
+    return [None] * config.shards
 
 
-def _shards_config(plan: str):
-    def mapping(config: dict) -> dict:
-        return {plan: {"config": config}}
-
-    return dg.ConfigMapping(config_fn=mapping, config_schema=SubjectShardConfig.to_config_schema())
+def _rows_of(shard: Shard[None], source: str) -> str:
+    """SQL for the rows of ``source`` (a relation with ``subject_qid``) in ``shard``."""
+    if shard.count == 1:
+        return source
+    return f"(SELECT * FROM {source} WHERE hash(subject_qid) % {shard.count} = {shard.index})"
 
 
 def _merged_parts(
-    warehouse: Warehouse, asset: str, year: str, shards: list[SubjectShard], order: str, schema=None
+    warehouse: Warehouse, asset: str, year: str, parts: list[Part], order: str, schema=None
 ) -> int:
-    """The parts of ``asset``'s shards as its file, in ``order``; its rows. One part is
-    renamed into place (the same bytes)."""
-    parts = [
-        warehouse.data_path(warehouse.shard_asset(asset), snapshot_year=year, shard=shard.key)
-        for shard in sorted(shards, key=lambda shard: shard.index)
+    """The parts of ``asset``'s shards (in shard order) as its file, in ``order``; its rows.
+    One part is renamed into place (the same bytes)."""
+    files = [
+        warehouse.data_path(warehouse.shard_asset(asset), snapshot_year=year, shard=part.shard.key)
+        for part in parts
     ]
     with warehouse.writing(asset, snapshot_year=year) as path:
-        if len(parts) == 1:
-            os.replace(parts[0], path)
+        if len(files) == 1:
+            os.replace(files[0], path)
             rows = pq.ParquetFile(path).metadata.num_rows
         else:
-            sources = ", ".join(sql_string(str(part)) for part in parts)
+            sources = ", ".join(sql_string(str(file)) for file in files)
             with warehouse.connect() as connection:
                 rows = write_query(
                     connection,
@@ -101,16 +88,15 @@ def _merged_parts(
     return rows
 
 
-@dg.op
 def fact_intervals_shard(
-    context: dg.OpExecutionContext, shard: SubjectShard, warehouse: dg.ResourceParam[Warehouse]
-) -> tuple[SubjectShard, IntervalCounts]:
+    context: dg.OpExecutionContext, shard: Shard[None], warehouse: Warehouse
+) -> IntervalCounts:
     year = context.partition_key
     with warehouse.connect() as connection:
         claims = parquet_source(warehouse.data_path("claims", snapshot_year=year))
         counts = build_intervals(
             connection,
-            shard.rows_of(claims),
+            _rows_of(shard, claims),
             "fact_intervals",
             lifespans=parquet_source(warehouse.data_path("lifespans", snapshot_year=year)),
             functional=default_catalog().functional_pids,
@@ -118,20 +104,18 @@ def fact_intervals_shard(
         parts = warehouse.shard_asset("fact_intervals")
         with warehouse.writing(parts, snapshot_year=year, shard=shard.key) as path:
             write_query(connection, "SELECT * FROM fact_intervals", path)
-    return shard, counts
+    return counts
 
 
-@dg.op(out=dg.Out(dg.Nothing), pool="duckdb_writer")
 def merge_fact_intervals(
     context: dg.OpExecutionContext,
-    parts: list[tuple[SubjectShard, IntervalCounts]],
-    warehouse: dg.ResourceParam[Warehouse],
+    parts: list[Part[None, IntervalCounts]],
+    warehouse: Warehouse,
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     year = context.partition_key
-    shards = [shard for shard, _ in parts]
-    rows = _merged_parts(warehouse, "fact_intervals", year, shards, INTERVAL_ORDER)
-    counts = IntervalCounts.combined([counts for _, counts in parts])
+    rows = _merged_parts(warehouse, "fact_intervals", year, parts, INTERVAL_ORDER)
+    counts = IntervalCounts.combined([part.result for part in parts])
     warehouse.write_report("fact_intervals", counts.__dict__, snapshot_year=year)
     refresh_views(warehouse, duckdb)
     yield dg.Output(
@@ -146,58 +130,51 @@ def merge_fact_intervals(
             ),
             "by_end_precision": dg.MetadataValue.json(counts.by_end_precision),
             "by_start_source": dg.MetadataValue.json(counts.by_start_source),
-            "shards": len(shards),
+            "shards": len(parts),
         },
     )
 
 
-@dg.graph_asset(
-    ins={
-        "claims": dg.AssetIn(dagster_type=dg.Nothing),
-        "lifespans": dg.AssetIn(dagster_type=dg.Nothing),
-    },
+fact_intervals = sharded_asset(
+    "fact_intervals",
+    plan=plan_subject_shards,
+    step=fact_intervals_shard,
+    merge=merge_fact_intervals,
+    config=SubjectShardConfig,
+    deps=["claims", "lifespans"],
+    merge_pool="duckdb_writer",
     partitions_def=snapshot_year_partitions,
     group_name="truth",
     kinds={"duckdb", "parquet"},
     description=_rules(intervals_module.__doc__),
-    config=_shards_config("plan_subject_shards"),
 )
-def fact_intervals(claims, lifespans):
-    return merge_fact_intervals(
-        plan_subject_shards(upstream=claims, also_upstream=lifespans)
-        .map(fact_intervals_shard)
-        .collect()
-    )
 
 
-@dg.op
 def truth_shard(
     context: dg.OpExecutionContext,
-    shard: SubjectShard,
-    warehouse: dg.ResourceParam[Warehouse],
+    shard: Shard[None],
+    warehouse: Warehouse,
     anchor_calendar: AnchorCalendar,
-) -> SubjectShard:
+) -> None:
     year = context.partition_key
     anchors = anchor_calendar.anchors(int(year))
     with warehouse.connect() as connection:
         intervals = parquet_source(warehouse.data_path("fact_intervals", snapshot_year=year))
         parts = warehouse.shard_asset("truth")
         with warehouse.writing(parts, snapshot_year=year, shard=shard.key) as path:
-            write_truth(connection, shard.rows_of(intervals), anchors, path)
-    return shard
+            write_truth(connection, _rows_of(shard, intervals), anchors, path)
 
 
-@dg.op(out=dg.Out(dg.Nothing), pool="duckdb_writer")
 def merge_truth(
     context: dg.OpExecutionContext,
-    shards: list[SubjectShard],
-    warehouse: dg.ResourceParam[Warehouse],
+    parts: list[Part[None, None]],
+    warehouse: Warehouse,
     anchor_calendar: AnchorCalendar,
     duckdb: DuckDBResource,
 ) -> Iterator[dg.Output]:
     year = context.partition_key
     anchors = anchor_calendar.anchors(int(year))
-    rows = _merged_parts(warehouse, "truth", year, shards, TRUTH_ORDER, TRUTH_SCHEMA)
+    rows = _merged_parts(warehouse, "truth", year, parts, TRUTH_ORDER, TRUTH_SCHEMA)
     with warehouse.connect() as connection:
         summary = connection.execute(
             f"""SELECT anchor_scope, count(*) AS rows, sum(n_values) AS values,
@@ -219,23 +196,26 @@ def merge_truth(
                     summary,
                 )
             ),
-            "shards": len(shards),
+            "shards": len(parts),
         },
     )
 
 
-@dg.graph_asset(
-    ins={"fact_intervals": dg.AssetIn(dagster_type=dg.Nothing)},
+truth = sharded_asset(
+    "truth",
+    plan=plan_truth_shards,
+    step=truth_shard,
+    merge=merge_truth,
+    config=SubjectShardConfig,
+    deps=["fact_intervals"],
+    merge_pool="duckdb_writer",
     partitions_def=snapshot_year_partitions,
     group_name="truth",
     kinds={"duckdb", "parquet"},
     description=_rules(truth_module.__doc__)
     + " Anchors: the quarterly day anchors of the snapshot year and one whole-year anchor per "
     "year from 1950 (configurable through the anchor_calendar resource).",
-    config=_shards_config("plan_subject_shards"),
 )
-def truth(fact_intervals):
-    return merge_truth(plan_subject_shards(upstream=fact_intervals).map(truth_shard).collect())
 
 
 @dg.asset(
