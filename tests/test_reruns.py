@@ -331,3 +331,16 @@ def test_a_probe_file_changed_in_place_is_read_again(tmp_path):
     assert "due: probe_corpus: has a new dependency data version (probe_source)" in log
     after = Warehouse(home).query("SELECT count(*) AS n FROM probe_corpus").to_pylist()[0]["n"]
     assert after == before + 3
+
+
+def test_an_input_rebuilt_into_the_same_bytes_leaves_what_it_feeds_alone(home):
+    _run(home, "key:fact_intervals")
+    _run(home, "key:claims", force=True)
+    log: list[str] = []
+    _run(home, "key:fact_intervals", log)
+    assert _ran(log) == [] and log[-1].startswith("nothing to do"), log
+    shutil.rmtree(Warehouse(home).partition_dir("fact_intervals", snapshot_year="2023"))
+    log.clear()
+    _run(home, "key:fact_intervals", log)
+    assert "due: fact_intervals [2023]: materialized, but its data is not in the home" in log
+    assert _ran(log) == ["fact_intervals [2023]"]

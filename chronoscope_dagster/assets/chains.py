@@ -189,6 +189,7 @@ def merge_chain_shards(
         yield dg.Output(
             None,
             output_name=asset,
+            data_version=dg.DataVersion(warehouse.data_version(asset, snapshot_year=year)),
             metadata={
                 "dagster/row_count": table.num_rows,
                 "chains": firsts.num_rows,
@@ -284,6 +285,7 @@ def chains_and_turns(
     source = import_file or "generated families"
     yield dg.MaterializeResult(
         asset_key="turns",
+        data_version=dg.DataVersion(warehouse.data_version("turns")),
         metadata={
             "dagster/row_count": turns,
             "source": source,
@@ -292,6 +294,7 @@ def chains_and_turns(
     )
     yield dg.MaterializeResult(
         asset_key="chains",
+        data_version=dg.DataVersion(warehouse.data_version("chains")),
         metadata={
             "dagster/row_count": chains,
             "by_family": dg.MetadataValue.md(markdown_table(["family", "chains"], by_family)),
@@ -365,6 +368,7 @@ def benchmark_stats(
     validity = [(row[0], *row[shape:]) for row in rows]
     overall = dict(zip(columns, rows[-1][shape:], strict=True)) if rows else {}
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("benchmark_stats")),
         metadata={
             "dagster/row_count": len(rows),
             "table2": dg.MetadataValue.md(markdown_table(header, table)),
@@ -375,7 +379,7 @@ def benchmark_stats(
                 for name, value in overall.items()
                 if value is not None
             },
-        }
+        },
     )
 
 
@@ -443,6 +447,7 @@ def eval_sample(
     )
     refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("eval_sample")),
         metadata={
             "dagster/row_count": rows,
             "self_conditioned": sum(s[3] for s in strata),
@@ -472,7 +477,7 @@ def eval_sample(
             "strata": dg.MetadataValue.md(
                 markdown_table(["family", "length", "chains", "self-conditioned"], strata)
             ),
-        }
+        },
     )
 
 
@@ -490,5 +495,6 @@ def benchmark_jsonl(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeRes
         chains = write_jsonl(export_chains(turns), path)
     final = warehouse.partition_dir("benchmark_jsonl") / "merged_scope_benchmark.jsonl"
     return dg.MaterializeResult(
-        metadata={"chains": chains, "path": dg.MetadataValue.path(str(final))}
+        data_version=dg.DataVersion(warehouse.data_version("benchmark_jsonl")),
+        metadata={"chains": chains, "path": dg.MetadataValue.path(str(final))},
     )

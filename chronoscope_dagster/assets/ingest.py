@@ -153,6 +153,7 @@ def merge_wikidata_shards(
     yield dg.Output(
         None,
         output_name="claims",
+        data_version=dg.DataVersion(warehouse.data_version("claims", snapshot_year=year)),
         metadata={
             "dagster/row_count": report.get("statements_kept"),
             "lines": report.get("lines"),
@@ -178,6 +179,7 @@ def merge_wikidata_shards(
     yield dg.Output(
         None,
         output_name="labels",
+        data_version=dg.DataVersion(warehouse.data_version("labels", snapshot_year=year)),
         metadata={
             "dagster/row_count": report.get("items") - report.get("items_without_english_label"),
             "items_without_english_label": report.get("items_without_english_label"),
@@ -187,6 +189,7 @@ def merge_wikidata_shards(
     yield dg.Output(
         None,
         output_name="lifespans",
+        data_version=dg.DataVersion(warehouse.data_version("lifespans", snapshot_year=year)),
         metadata={
             "dagster/row_count": report.get("lifespan_kept"),
             "statements_seen": report.get("lifespan_seen"),

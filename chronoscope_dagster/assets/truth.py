@@ -120,6 +120,7 @@ def merge_fact_intervals(
     refresh_views(warehouse, duckdb)
     yield dg.Output(
         None,
+        data_version=dg.DataVersion(warehouse.data_version("fact_intervals", snapshot_year=year)),
         metadata={
             "dagster/row_count": rows,
             "statements": counts.statements,
@@ -187,6 +188,7 @@ def merge_truth(
     refresh_views(warehouse, duckdb)
     yield dg.Output(
         None,
+        data_version=dg.DataVersion(warehouse.data_version("truth", snapshot_year=year)),
         metadata={
             "dagster/row_count": rows,
             "anchors": len(anchors),
@@ -249,12 +251,13 @@ def present_day(
     warehouse.write_report("present_day", {"snapshot_year": year, "anchor": anchor.key})
     refresh_views(warehouse, duckdb)
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("present_day")),
         metadata={
             "dagster/row_count": rows,
             "snapshot_year": year,
             "anchor": anchor.key,
             "canonical_without_label": unlabelled,
-        }
+        },
     )
 
 
