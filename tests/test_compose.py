@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from tests.conftest import SAMPLE_OP_CONFIG
+from tests.conftest import SAMPLE_OP_CONFIG, SAMPLE_SETTINGS
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
 BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
-SAMPLE_ASSET_CONFIG = {
-    asset: SAMPLE_OP_CONFIG[asset] for asset in ("eval_sample", "paraphrased_subset")
-}
-"""The test session's evaluation sample and paraphrased subset, launched as one run."""
+SAMPLE_ASSET_CONFIG = {"eval_sample": {}, **SAMPLE_OP_CONFIG}
+"""The test session's evaluation sample and paraphrased subset, launched as one run (their
+sizes are the settings file's, the deployment's $CHRONOSCOPE_SETTINGS)."""
+SETTINGS_IN_CONTAINERS = "/opt/chronoscope/deploy/settings.yaml"
 REPORTS = ["leaderboard", "report", "probe_report"]
 TERMINATE = """mutation Stop($id: String!) { terminateRun(runId: $id) { __typename } }"""
 REFERENCES = "  - {name: oracle, backend: oracle}\n  - {name: present_day, backend: present_day}\n"
@@ -158,10 +158,17 @@ def stack(docker_engine, tmp_path_factory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("compose")
     registry = workdir / "models.yaml"
     registry.write_text("models: []\n")
-    mount = f"{registry}:/opt/chronoscope/deploy/models.yaml:ro"
+    settings = workdir / "settings.yaml"
+    settings.write_text(json.dumps(SAMPLE_SETTINGS) + "\n")
+    mounts = [
+        f"{registry}:/opt/chronoscope/deploy/models.yaml:ro",
+        f"{settings}:{SETTINGS_IN_CONTAINERS}:ro",
+    ]
     (workdir / "registry.yml").write_text(
         "services:\n"
-        + "".join(f"  {s}:\n    volumes: ['{mount}']\n" for s in ("code", "webserver", "daemon"))
+        + "".join(
+            f"  {s}:\n    volumes: {json.dumps(mounts)}\n" for s in ("code", "webserver", "daemon")
+        )
     )
     env = {
         **os.environ,
@@ -169,6 +176,7 @@ def stack(docker_engine, tmp_path_factory) -> Iterator[Stack]:
         "CHRONOSCOPE_PG_PORT": str(_free_port()),
         "CHRONOSCOPE_CODE_PORT": str(_free_port()),
         "CHRONOSCOPE_UI_PORT": str(_free_port()),
+        "CHRONOSCOPE_SETTINGS": SETTINGS_IN_CONTAINERS,
     }
     started = time.monotonic()
     built = _run(str(ROOT / "scripts/compose_build.sh"), timeout=3000, cwd=ROOT, env=env)
