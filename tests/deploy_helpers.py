@@ -116,3 +116,51 @@ def materializations(url: str, asset: str, keys: list[str] | None = None) -> lis
             for entry in event.pop("metadataEntries")
         }
     return events
+
+
+STALENESS = """query Stale($path: [String!]!, $partitions: [String!]!) {
+    assetNodes(assetKeys: [{path: $path}]) {
+        staleStatusByPartition(partitions: $partitions)
+        staleCausesByPartition(partitions: $partitions) { key { path } reason } } }"""
+LAUNCH = """mutation Launch($params: ExecutionParams!) { launchRun(executionParams: $params) {
+    __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
+RUN_STATUS = """query Run($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"""
+
+
+def staleness(url: str, asset: str, partitions: list[str]) -> dict[str, tuple[str, list[str]]]:
+    """What the webserver says of each partition: its stale status and root causes."""
+    [node] = graphql(url, STALENESS, path=[asset], partitions=partitions)["assetNodes"]
+    return {
+        partition: (status, [f"{c['key']['path'][-1]} {c['reason']}" for c in causes])
+        for partition, status, causes in zip(
+            partitions, node["staleStatusByPartition"], node["staleCausesByPartition"], strict=True
+        )
+    }
+
+
+def run_assets(
+    url: str, assets: list[str], partition: str | None = None, timeout: float = 300
+) -> str:
+    """Launch a run of ``assets`` (observing the sources among them) through the webserver,
+    as the UI's buttons do, and wait for it; its final status."""
+    tags = [{"key": "dagster/partition", "value": partition}] if partition else []
+    launched = graphql(
+        url,
+        LAUNCH,
+        params={
+            "selector": {
+                **REPOSITORY,
+                "jobName": "__ASSET_JOB",
+                "assetSelection": [{"path": [asset]} for asset in assets],
+            },
+            "executionMetadata": {"tags": tags},
+        },
+    )["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+
+    def done() -> str | None:
+        status = graphql(url, RUN_STATUS, id=run_id)["runOrError"]["status"]
+        return status if status in RUN_DONE else None
+
+    return wait_for(done, timeout, f"the run of {', '.join(assets)}")

@@ -32,6 +32,8 @@ from tests.deploy_helpers import (
     launch_backfill,
     materializations,
     model_runs,
+    run_assets,
+    staleness,
     wait_for,
 )
 
@@ -45,6 +47,18 @@ SAMPLE_ASSET_CONFIG = {"eval_sample": {}, **SAMPLE_OP_CONFIG}
 """The test session's evaluation sample and paraphrased subset, launched as one run (their
 sizes are the settings file's, the deployment's $CHRONOSCOPE_SETTINGS)."""
 SETTINGS_IN_CONTAINERS = "/opt/chronoscope/deploy/settings.yaml"
+DUMP_IN_VOLUME = "/data/dumps/2025.json.gz"
+BENCHMARK_SOURCES = [
+    "wikidata_dump", "chain_import", "sample_settings", "paraphrase_settings", "probe_source",
+    "probe_run_settings",
+]  # fmt: skip
+PUBLISH_DUMP = (
+    "import os, shutil; from chronoscope_dagster.data import sample_dump_path; "
+    f"os.makedirs('/data/dumps', exist_ok=True); "
+    f"shutil.copy(sample_dump_path('{{year}}'), '{DUMP_IN_VOLUME}'); "
+    f"os.utime('{DUMP_IN_VOLUME}', ({{mtime}}, {{mtime}}))"
+)
+"""The 2025 dump of the deployment is a file on its data volume (the settings file names it)."""
 REPORTS = ["leaderboard", "report", "probe_report"]
 TERMINATE = """mutation Stop($id: String!) { terminateRun(runId: $id) { __typename } }"""
 REFERENCES = "  - {name: oracle, backend: oracle}\n  - {name: present_day, backend: present_day}\n"
@@ -159,7 +173,7 @@ def stack(docker_engine, tmp_path_factory) -> Iterator[Stack]:
     registry = workdir / "models.yaml"
     registry.write_text("models: []\n")
     settings = workdir / "settings.yaml"
-    settings.write_text(json.dumps(SAMPLE_SETTINGS) + "\n")
+    settings.write_text(json.dumps({**SAMPLE_SETTINGS, "dumps": {"2025": DUMP_IN_VOLUME}}) + "\n")
     mounts = [
         f"{registry}:/opt/chronoscope/deploy/models.yaml:ro",
         f"{settings}:{SETTINGS_IN_CONTAINERS}:ro",
@@ -275,6 +289,8 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     stack.up()
     timings["up"] = time.monotonic() - started
 
+    stack.exec_code(PUBLISH_DUMP.format(year="2025", mtime=1_700_000_000))
+    assert run_assets(stack.url, BENCHMARK_SOURCES) == "SUCCESS", stack.logs()
     backfill = launch_backfill(stack.url, _main_assets(stack), None, "the embedded sample")
     status = wait_for(
         lambda: backfill_done(stack.url, backfill), 900, "the sample pipeline", stack.logs
@@ -289,6 +305,22 @@ def test_the_compose_stack_evaluates_models_and_survives_restarts(stack: Stack) 
     )
     assert status == "SUCCESS", stack.logs()
     timings["sample pipeline"] = time.monotonic() - started
+
+    # A changed dump: the UI marks what it feeds stale, partition by partition, and a run of
+    # the stale partition makes it fresh and what it feeds stale in turn.
+    fresh = {"2024": ("FRESH", []), "2025": ("FRESH", [])}
+    assert staleness(stack.url, "claims", ["2024", "2025"]) == fresh
+    stack.exec_code(PUBLISH_DUMP.format(year="2022", mtime=1_700_000_100))
+    assert run_assets(stack.url, ["wikidata_dump"]) == "SUCCESS", stack.logs()
+    assert staleness(stack.url, "claims", ["2024", "2025"]) == {
+        "2024": ("FRESH", []),
+        "2025": ("STALE", ["wikidata_dump has a new data version"]),
+    }
+    assert run_assets(stack.url, ["claims", "labels", "lifespans"], "2025") == "SUCCESS"
+    assert staleness(stack.url, "claims", ["2024", "2025"]) == fresh
+    intervals = staleness(stack.url, "fact_intervals", ["2024", "2025"])
+    assert intervals["2024"] == ("FRESH", []) and intervals["2025"][0] == "STALE", intervals
+    timings["a changed dump"] = time.monotonic() - started
 
     stack.registry.write_text("models:\n" + REFERENCES)
     for model in ("oracle", "present_day"):

@@ -29,13 +29,13 @@ from tests.conftest import REFERENCE_MODELS
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
-    RUN_DONE,
-    RUNS_QUERY,
     backfill_done,
     graphql,
     http_ok,
     launch_backfill,
     model_runs,
+    run_assets,
+    staleness,
     wait_for,
 )
 from tests.pipeline_helpers import copy_home
@@ -306,11 +306,6 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
         assert store.has("metrics", model="oracle", setting=setting)
 
 
-STALENESS = """query Stale($path: [String!]!, $partitions: [String!]!) {
-    assetNodes(assetKeys: [{path: $path}]) {
-        staleStatusByPartition(partitions: $partitions)
-        staleCausesByPartition(partitions: $partitions) {
-            key { path } partitionKey category reason } } }"""
 PROBE_STALENESS = """{ assetNodes(assetKeys: [{path: ["probe_corpus"]}]) {
     staleStatus staleCauses { key { path } reason } } }"""
 RELOAD = """mutation Reload($location: String!) { reloadRepositoryLocation(
@@ -322,9 +317,6 @@ SETTINGS_SOURCES = (
     "probe_source",
     "probe_run_settings",
 )
-OBSERVE = """mutation Observe($params: ExecutionParams!) {
-    launchPipelineExecution(executionParams: $params) {
-        __typename ... on LaunchRunSuccess { run { runId } } ... on PythonError { message } } }"""
 
 
 @pytest.mark.timeout(900)
@@ -373,52 +365,18 @@ def test_the_ui_marks_what_a_changed_dump_feeds_stale_and_a_rerun_rebuilds_exact
     try:
         servers.start_all()
 
-        def staleness() -> dict[str, tuple[str, list[str]]]:
-            [node] = servers.graphql(STALENESS, path=["claims"], partitions=["2024", "2025"])[
-                "assetNodes"
-            ]
-            return {
-                year: (status, [f"{c['key']['path'][0]} {c['reason']}" for c in causes])
-                for year, status, causes in zip(
-                    ["2024", "2025"],
-                    node["staleStatusByPartition"],
-                    node["staleCausesByPartition"],
-                    strict=True,
-                )
-            }
+        def claims() -> dict[str, tuple[str, list[str]]]:
+            return staleness(servers.url, "claims", ["2024", "2025"])
 
-        assert staleness() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
+        assert claims() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
         shutil.copy(sample_dump_path("2023"), dump)
-
-        def observe(*sources: str) -> None:
-            launched = servers.graphql(
-                OBSERVE,
-                params={
-                    "selector": {
-                        **REPOSITORY,
-                        "pipelineName": "__ASSET_JOB",
-                        "assetSelection": [{"path": [source]} for source in sources],
-                    }
-                },
-            )["launchPipelineExecution"]
-            assert launched["__typename"] == "LaunchRunSuccess", launched
-            run_id = launched["run"]["runId"]
-
-            def done() -> str | None:
-                runs = servers.graphql(RUNS_QUERY, filter={"runIds": [run_id]})["runsOrError"]
-                [run] = runs["results"]
-                return run["status"] if run["status"] in RUN_DONE else None
-
-            status = wait_for(done, 300, f"the observation of {sources}", servers.logs)
-            assert status == "SUCCESS", servers.logs()
-
-        observe("wikidata_dump")
-        assert staleness() == {
+        assert run_assets(servers.url, ["wikidata_dump"]) == "SUCCESS", servers.logs()
+        assert claims() == {
             "2024": ("FRESH", []),
             "2025": ("STALE", ["wikidata_dump has a new data version"]),
         }
         assert rerun() == ["==> claims, labels, lifespans [2025]"]
-        assert staleness() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
+        assert claims() == {"2024": ("FRESH", []), "2025": ("FRESH", [])}
 
         probe_file = tmp_path / "probe.json"
         export_corpus(build_corpus(2, 0), probe_file)
@@ -427,7 +385,7 @@ def test_the_ui_marks_what_a_changed_dump_feeds_stale_and_a_rerun_rebuilds_exact
         )
         reloaded = servers.graphql(RELOAD, location=REPOSITORY["repositoryLocationName"])
         assert reloaded["reloadRepositoryLocation"]["__typename"] == "WorkspaceLocationEntry"
-        observe(*SETTINGS_SOURCES)
+        assert run_assets(servers.url, list(SETTINGS_SOURCES)) == "SUCCESS", servers.logs()
         [probe] = servers.graphql(PROBE_STALENESS)["assetNodes"]
         assert probe["staleStatus"] == "STALE", probe
         assert [c["key"]["path"][0] for c in probe["staleCauses"]] == ["probe_source"]
