@@ -209,6 +209,24 @@ class Servers:
 BIN = Path(sys.executable).parent
 
 
+def _deployment_env(tmp_path: Path, database: str, **chronoscope: str) -> dict[str, str]:
+    """The environment of the deployment's processes: the deployed instance configuration on
+    the local PostgreSQL database ``database``, and the ``CHRONOSCOPE_*`` settings given."""
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    shutil.copy(DEPLOY / "dagster.yaml", dagster_home / "dagster.yaml")
+    return {
+        **os.environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "DAGSTER_POSTGRES_HOST": "127.0.0.1",
+        "DAGSTER_POSTGRES_PORT": "5432",
+        "DAGSTER_POSTGRES_USER": "postgres",
+        "DAGSTER_POSTGRES_PASSWORD": "unused-with-trust-auth",
+        "DAGSTER_POSTGRES_DB": database,
+        **chronoscope,
+    }
+
+
 def _grpc_ready(port: int, env: dict[str, str]) -> bool:
     check = subprocess.run(
         [str(BIN / "dagster"), "api", "grpc-health-check", "-p", str(port)],
@@ -228,21 +246,13 @@ def test_a_new_model_is_evaluated_by_the_sensor_and_by_a_backfill(
     home = copy_home(sample_home[0], tmp_path)
     registry = tmp_path / "models.yaml"
     registry.write_text("models:\n  - {name: oracle, backend: oracle}\n")
-    dagster_home = tmp_path / "dagster"
-    dagster_home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", dagster_home / "dagster.yaml")
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dagster_home),
-        "DAGSTER_POSTGRES_HOST": "127.0.0.1",
-        "DAGSTER_POSTGRES_PORT": "5432",
-        "DAGSTER_POSTGRES_USER": "postgres",
-        "DAGSTER_POSTGRES_PASSWORD": "unused-with-trust-auth",
-        "DAGSTER_POSTGRES_DB": postgres_database,
-        "CHRONOSCOPE_HOME": str(home),
-        "CHRONOSCOPE_MODELS": str(registry),
-        "CHRONOSCOPE_DUCKDB_THREADS": "1",
-    }
+    env = _deployment_env(
+        tmp_path,
+        postgres_database,
+        CHRONOSCOPE_HOME=str(home),
+        CHRONOSCOPE_MODELS=str(registry),
+        CHRONOSCOPE_DUCKDB_THREADS="1",
+    )
     servers = Servers(env, tmp_path)
     try:
         servers.start_all()
@@ -334,21 +344,13 @@ def test_the_ui_marks_what_a_changed_dump_feeds_stale_and_a_rerun_rebuilds_exact
     settings = tmp_path / "settings.yaml"
     settings.write_text(yaml.safe_dump({"dumps": {"2025": str(dump)}}))
     home = tmp_path / "data"
-    dagster_home = tmp_path / "dagster"
-    dagster_home.mkdir()
-    shutil.copy(DEPLOY / "dagster.yaml", dagster_home / "dagster.yaml")
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(dagster_home),
-        "DAGSTER_POSTGRES_HOST": "127.0.0.1",
-        "DAGSTER_POSTGRES_PORT": "5432",
-        "DAGSTER_POSTGRES_USER": "postgres",
-        "DAGSTER_POSTGRES_PASSWORD": "unused-with-trust-auth",
-        "DAGSTER_POSTGRES_DB": postgres_database,
-        "CHRONOSCOPE_HOME": str(home),
-        "CHRONOSCOPE_MODELS": str(REFERENCE_MODELS),
-        "CHRONOSCOPE_SETTINGS": str(settings),
-    }
+    env = _deployment_env(
+        tmp_path,
+        postgres_database,
+        CHRONOSCOPE_HOME=str(home),
+        CHRONOSCOPE_MODELS=str(REFERENCE_MODELS),
+        CHRONOSCOPE_SETTINGS=str(settings),
+    )
 
     def rerun() -> list[str]:
         lines: list[str] = []
