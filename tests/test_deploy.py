@@ -97,10 +97,11 @@ def test_the_deployment_instance_keeps_runs_in_postgres(postgres_database, tmp_p
             "present_day",
             "scope_blind",
         ]
-        [record] = instance.get_run_records()
-        assert record.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+        records = instance.get_run_records()
+        assert len(records) == 2, "the sources' observation, then the materialization"
+        assert {r.dagster_run.status for r in records} == {dg.DagsterRunStatus.SUCCESS}
         event = instance.get_latest_materialization_event(dg.AssetKey("probe_corpus"))
-        assert event is not None and event.run_id == record.dagster_run.run_id
+        assert event is not None and event.run_id == records[0].dagster_run.run_id
         [check] = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(dg.AssetKey("probe_corpus"), "probe_corpus_valid"), limit=5
         )
