@@ -27,7 +27,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from chronoscope_dagster.chains.facts import Shard
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.chains.reach import warehouse_facts
+from chronoscope_dagster.storage.chains import warehouse_facts
 from chronoscope_dagster.chains.records import generate_family
 from chronoscope_dagster.chains.templates import load_templates
 from chronoscope_dagster.warehouse import Warehouse

@@ -28,9 +28,9 @@ from chronoscope_dagster.llm.cache import CachedChat, ResponseCache
 from chronoscope_dagster.llm.embedded import EMBEDDED_MODEL
 from chronoscope_dagster.llm.registry import parse_entry
 from chronoscope_dagster.paraphrase.filter import ParaphraseTurn, clean_reply, fold
-from chronoscope_dagster.paraphrase.queries import turns_and_labels
 from chronoscope_dagster.paraphrase.rewrite import PARAPHRASE_MAX_NEW_TOKENS, paraphrase_request
 from chronoscope_dagster.paraphrase.tables import entity_names, turns_for_paraphrase
+from chronoscope_dagster.storage.paraphrase import turns_and_labels
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 KINDS = {"explicit": 80, "implicit": 80, "yes_no": 40, "count": 40}

@@ -95,7 +95,7 @@ def sample_truth_home(tmp_path_factory):
 @pytest.fixture(scope="session")
 def sample_facts(sample_truth_home):
     """The 2025 snapshot of the embedded sample, indexed for chain generation."""
-    from chronoscope_dagster.chains.reach import warehouse_facts
+    from chronoscope_dagster.storage.chains import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
     return warehouse_facts(Warehouse(sample_truth_home), "2025")

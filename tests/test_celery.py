@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.chains.reach import root_subject_count
+from chronoscope_dagster.storage.chains import root_subject_count
 from chronoscope_dagster.warehouse import Warehouse
 
 REDIS = ("127.0.0.1", 6379)

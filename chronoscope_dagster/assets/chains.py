@@ -20,24 +20,13 @@ from chronoscope_dagster.chains.benchmark import (
     CHAINS_SQL,
     REFUSAL_REASONS,
     TURNS_SQL,
-    family_turns_sql,
     merge_snapshots,
-    refusals_by_family,
 )
 from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.reach import (
-    DEFAULT_ROOTS_PER_SHARD,
-    root_subject_count,
-    shard_count,
-)
+from chronoscope_dagster.chains.reach import DEFAULT_ROOTS_PER_SHARD, shard_count
 from chronoscope_dagster.chains.records import merged_turns
-from chronoscope_dagster.chains.shard_files import (
-    ShardFamily,
-    merged_refusals,
-    write_shard_families,
-)
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -58,6 +47,14 @@ from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, 
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.sharding import Part, Shard, sharded_asset
+from chronoscope_dagster.storage.chains import (
+    ShardFamily,
+    family_turns_sql,
+    merged_refusals,
+    refusals_by_family,
+    root_subject_count,
+    write_shard_families,
+)
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
 

@@ -3,6 +3,7 @@
 import json
 import shutil
 import time
+from functools import partial
 
 import dagster as dg
 import pyarrow as pa
@@ -16,14 +17,9 @@ from chronoscope_dagster.evaluation.comparison import comparison_order
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.queries import (
-    COMPARISONS_FILE,
-    KNOWLEDGE_FILE,
-    all_metrics,
     metrics_of,
     model_comparisons,
     model_knowledge,
-    sample_turns_sql,
-    write_predictions,
 )
 from chronoscope_dagster.evaluation.reference_format import reference_results_json
 from chronoscope_dagster.evaluation.report import (
@@ -47,6 +43,15 @@ from chronoscope_dagster.model_runs import (
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import ModelRegistry
 from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.storage.evaluation import (
+    COMPARISONS_FILE,
+    KNOWLEDGE_FILE,
+    all_metrics,
+    match_modes,
+    sample_turns,
+    scored_turns,
+    write_predictions,
+)
 from chronoscope_dagster.warehouse import Warehouse
 
 
@@ -70,10 +75,11 @@ def predictions(
     model, setting = keys["model"], Setting(keys["setting"])
     spec = models.spec(model)
     answered = answer_turn_sets(
-        warehouse,
         spec,
         setting,
-        {"eval_sample": sample_turns_sql(warehouse, setting)},
+        {"eval_sample": sample_turns(warehouse, setting)},
+        turns=warehouse.data_path("turns"),
+        cache=warehouse.response_cache_path,
         first_scored_turn=config.first_scored_turn,
         chunk_size=config.chunk_size,
         log=context.log,
@@ -114,7 +120,7 @@ def metrics(
     model, setting = keys["model"], Setting(keys["setting"])
     started = time.perf_counter()
     table, scored, hedged = metrics_of(
-        warehouse,
+        scored_turns(warehouse, "predictions", model, setting),
         model,
         setting,
         match_mode=config.match_mode,
@@ -182,10 +188,19 @@ def leaderboard(
         )
     except ValueError as error:
         raise dg.Failure(str(error)) from error
+    modes = match_modes(warehouse)
+    predicted = partial(scored_turns, warehouse, "predictions")
     comparisons, uncompared = model_comparisons(
-        warehouse, order, bootstrap=config.bootstrap, seed=config.seed, twins=plain_twins(specs)
+        order,
+        modes=modes,
+        scored_turns=predicted,
+        bootstrap=config.bootstrap,
+        seed=config.seed,
+        twins=plain_twins(specs),
     )
-    knowledge = model_knowledge(warehouse, order, bootstrap=config.bootstrap, seed=config.seed)
+    knowledge = model_knowledge(
+        order, modes=modes, scored_turns=predicted, bootstrap=config.bootstrap, seed=config.seed
+    )
     paraphrase = all_metrics(warehouse, "paraphrase_metrics")
     tables = [leaderboard_table(every)]
     markdown = markdown_tables(every)
@@ -235,9 +250,7 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
     shutil.rmtree(staging, ignore_errors=True)
     plots = write_plots(every, staging)
     models = sorted(set(every.column("model").to_pylist()))
-    modes = {
-        warehouse.read_report("metrics", **p)["match_mode"] for p in warehouse.partitions("metrics")
-    }
+    modes = set(match_modes(warehouse).values())
     sample = warehouse.query(
         "SELECT count(*) AS chains, count_if(in_self_conditioned) AS self FROM eval_sample"
     ).to_pylist()[0]

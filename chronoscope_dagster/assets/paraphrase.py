@@ -14,7 +14,7 @@ from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.answering import answer_turn_sets
 from chronoscope_dagster.evaluation.inference import predictions_table
 from chronoscope_dagster.evaluation.prompts import Setting
-from chronoscope_dagster.evaluation.queries import metrics_of, write_predictions
+from chronoscope_dagster.evaluation.queries import metrics_of
 from chronoscope_dagster.llm.session import RequestProgress, open_chat
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.model_runs import (
@@ -23,12 +23,7 @@ from chronoscope_dagster.model_runs import (
     answered_metadata,
     headline_metadata,
 )
-from chronoscope_dagster.paraphrase.queries import (
-    VARIANTS,
-    subset_sql,
-    turns_and_labels,
-    variant_turns_sql,
-)
+from chronoscope_dagster.paraphrase.queries import VARIANTS, subset_sql
 from chronoscope_dagster.paraphrase.rewrite import (
     PARAPHRASE_MAX_NEW_TOKENS,
     kept_chains,
@@ -44,6 +39,8 @@ from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
 from chronoscope_dagster.resources.settings import FULL_SUBSET_CHAINS, SAMPLE_SUBSET_CHAINS
 from chronoscope_dagster.resources.warehouse import refresh_views
+from chronoscope_dagster.storage.evaluation import scored_turns, write_predictions
+from chronoscope_dagster.storage.paraphrase import turns_and_labels, variant_turns
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
@@ -174,10 +171,11 @@ def paraphrase_predictions(
     model, setting = keys["model"], Setting(keys["setting"])
     spec = models.spec(model)
     answered = answer_turn_sets(
-        warehouse,
         spec,
         setting,
-        {variant: variant_turns_sql(warehouse, variant) for variant in VARIANTS},
+        {variant: variant_turns(warehouse, variant) for variant in VARIANTS},
+        turns=warehouse.data_path("turns"),
+        cache=warehouse.response_cache_path,
         first_scored_turn=config.first_scored_turn,
         chunk_size=config.chunk_size,
         log=context.log,
@@ -222,13 +220,12 @@ def paraphrase_metrics(
     tables, scored, hedged = {}, {}, {}
     for variant in VARIANTS:
         tables[variant], scored[variant], hedged[variant] = metrics_of(
-            warehouse,
+            scored_turns(warehouse, "paraphrase_predictions", model, setting, variant),
             model,
             setting,
             match_mode=config.match_mode,
             bootstrap=config.bootstrap,
             seed=config.seed,
-            asset="paraphrase_predictions",
             variant=variant,
         )
     table = pa.concat_tables(tables.values())

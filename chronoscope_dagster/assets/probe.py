@@ -15,11 +15,11 @@ from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.probe.agents import chat_agent_for_model
 from chronoscope_dagster.probe.assemble import build_corpus
 from chronoscope_dagster.probe.corpus import export_corpus, first_per_type, read_corpus, specs_path
-from chronoscope_dagster.probe.home import CORPUS_FILE, RUN_FILE, load_corpus
 from chronoscope_dagster.probe.judge import judge_for_model
 from chronoscope_dagster.probe.report import build_report, render_markdown
 from chronoscope_dagster.probe.runs import ROW_FIELDS, ProbeRun, run_probe
 from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
+from chronoscope_dagster.storage.probe import CORPUS_FILE, RUN_FILE, load_corpus
 from chronoscope_dagster.warehouse import Warehouse
 
 

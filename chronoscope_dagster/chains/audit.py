@@ -1,4 +1,4 @@
-"""The rules of ``chains.evidence`` recomputed in SQL over the warehouse, for the checks.
+"""The rules of ``chains.evidence`` recomputed in SQL, for the checks.
 
 Written apart from the generator's code on purpose: a check that reused
 ``SnapshotFacts`` would agree with it by construction. Relations are named by

@@ -1,17 +1,13 @@
 """The benchmark's ``turns`` and ``chains``: every family of every snapshot merged, one chain
 per item (family, turn 1's subject and property) kept, from the latest snapshot that generated
-one, and the scopes the facts did not decide summed over the snapshots."""
+one, and the reasons the facts leave a scope undecided."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import duckdb
 
 from chronoscope_dagster.chains.evidence import DROP_REASONS
-from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
 TURNS_SQL = "SELECT * FROM merged ORDER BY family, chain_id, turn_index"
@@ -22,16 +18,6 @@ CHAINS_SQL = """
 CHAINS_BY_FAMILY_SQL = (
     "SELECT family, count(*) FROM merged WHERE turn_index = 0 GROUP BY 1 ORDER BY 1"
 )
-
-
-def family_turns_sql(warehouse: Warehouse) -> str:
-    """Every materialized family partition's turns, with its ``snapshot_year``."""
-    return " UNION ALL ".join(
-        f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
-        f"FROM {parquet_source(warehouse.data_path(f'family_{family}', **p))}"
-        for family in FAMILIES
-        for p in warehouse.partitions(f"family_{family}")
-    )
 
 
 def merge_snapshots(connection: duckdb.DuckDBPyConnection, turns_sql: str) -> None:
@@ -52,15 +38,3 @@ def merge_snapshots(connection: duckdb.DuckDBPyConnection, turns_sql: str) -> No
                                        ORDER BY snapshot_year DESC, chain_id) = 1)
         SELECT t.* FROM all_turns t JOIN kept USING (chain_id, snapshot_year)"""
     )
-
-
-def refusals_by_family(warehouse: Warehouse) -> list[tuple]:
-    """Per family, the (subject, property, scope) the facts did not decide, by reason
-    (``REFUSAL_REASONS``), summed over snapshot years."""
-    rows = []
-    for family in FAMILIES:
-        totals: Counter[str] = Counter()
-        for partition in warehouse.partitions(f"family_{family}"):
-            totals.update(warehouse.read_report(f"family_{family}", **partition)["scopes_refused"])
-        rows.append((family, *(totals[reason] for reason in REFUSAL_REASONS)))
-    return rows

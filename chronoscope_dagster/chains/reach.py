@@ -14,7 +14,7 @@ rather than the snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import duckdb
@@ -33,7 +33,6 @@ from chronoscope_dagster.chains.facts import (
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
 from chronoscope_dagster.sql import sql_list
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
 from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -44,16 +43,11 @@ DEFAULT_ROOTS_PER_SHARD = 10_000
 """Root subjects per shard by default: a chain step of 0.9 GB at 50k entities, 1.4 GB at 200k."""
 
 
-def root_subject_count(warehouse: Warehouse, year: str) -> int:
-    """The subjects of one snapshot with a truth row of a chain property: the roots chains
-    may start from, which shards divide."""
-    path = warehouse.data_path("truth", snapshot_year=year)
-    with warehouse.connect() as connection:
-        [(count,)] = connection.execute(
-            f"""SELECT count(DISTINCT subject_qid) FROM {parquet_source(path)}
+def root_subjects_sql(truth: str) -> str:
+    """The count of the subjects of one snapshot's ``truth`` (SQL of its rows) with a truth row
+    of a chain property: the roots chains may start from, which shards divide."""
+    return f"""SELECT count(DISTINCT subject_qid) FROM {truth}
                 WHERE pid IN ({sql_list(default_catalog().chain_pids)})"""
-        ).fetchall()
-    return count
 
 
 def shard_count(roots: int, roots_per_shard: int, at_least: int = 1) -> int:
@@ -62,24 +56,36 @@ def shard_count(roots: int, roots_per_shard: int, at_least: int = 1) -> int:
     return max(at_least, -(-roots // roots_per_shard))
 
 
-def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
-    """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
-    without one)."""
+def source_facts(
+    year: str,
+    sources: Mapping[str, str],
+    shard: Shard | None = None,
+    *,
+    config: Mapping[str, str | int] | None = None,
+) -> SnapshotFacts:
+    """The index of one snapshot for the chains rooted in ``shard`` (every subject without
+    one), its ``SOURCES`` read by the SQL ``sources`` (by name) on a DuckDB of settings
+    ``config``."""
     pids = default_catalog().chain_pids
-    with _warehouse_sources(warehouse, year) as connection:
+    with _source_views(sources, config) as connection:
         _create_gold_rows(connection, pids)
         reached = _reach(connection, shard or Shard(0, 1), pids)
     return SnapshotFacts(int(year), **reached)
 
 
-def sampled_warehouse_facts(
-    warehouse: Warehouse, year: str, max_roots: int, which: int
+def sampled_source_facts(
+    year: str,
+    sources: Mapping[str, str],
+    max_roots: int,
+    which: int,
+    *,
+    config: Mapping[str, str | int] | None = None,
 ) -> SnapshotFacts:
     """The index of the chains rooted in one (``which``, modulo their count) of as few
-    subject-hash shards of a snapshot as hold at most ``max_roots`` root subjects each: all
-    of them where the snapshot has no more."""
+    subject-hash shards of a snapshot (read as in ``source_facts``) as hold at most
+    ``max_roots`` root subjects each: all of them where the snapshot has no more."""
     pids = default_catalog().chain_pids
-    with _warehouse_sources(warehouse, year) as connection:
+    with _source_views(sources, config) as connection:
         _create_gold_rows(connection, pids)
         [(subjects,)] = connection.execute(
             "SELECT count(DISTINCT subject_qid) FROM gold_rows"
@@ -90,13 +96,14 @@ def sampled_warehouse_facts(
 
 
 @contextmanager
-def _warehouse_sources(warehouse: Warehouse, year: str) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A DuckDB with the ``SOURCES`` of one snapshot of a home as ``src_<name>``."""
-    files = {name: warehouse.data_path(name, snapshot_year=year) for name in SOURCES[:4]}
-    files["present_day"] = warehouse.data_path("present_day")
-    with warehouse.connect() as connection:
-        for name, path in files.items():
-            connection.execute(f"CREATE VIEW src_{name} AS SELECT * FROM {parquet_source(path)}")
+def _source_views(
+    sources: Mapping[str, str], config: Mapping[str, str | int] | None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A private in-memory DuckDB of settings ``config`` with each of ``sources`` as
+    ``src_<name>``."""
+    with duckdb.connect(":memory:", config=dict(config or {})) as connection:
+        for name, source in sources.items():
+            connection.execute(f"CREATE VIEW src_{name} AS SELECT * FROM {source}")
         yield connection
 
 

@@ -11,8 +11,7 @@ from chronoscope_dagster.chains.audit import (
     uncovered_sql,
     unsupported_sql,
 )
-from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS, refusals_by_family
-from chronoscope_dagster.chains.determinism import differing_by_year
+from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.stats import (
     DEFAULT_PER_FAMILY,
@@ -30,6 +29,7 @@ from chronoscope_dagster.checks.expectations import (
 )
 from chronoscope_dagster.llm.blind import KINDS, MIN_MEASURED, bound_misses
 from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.storage.chains import differing_by_year, refusals_by_family
 from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.properties import default_catalog
 

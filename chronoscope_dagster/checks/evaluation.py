@@ -1,6 +1,8 @@
 """Checks of the evaluation stage: every scored turn has exactly one prediction; the
 reference systems score what they must; every metric is in range and agrees with its strata."""
 
+from functools import partial
+
 import dagster as dg
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -12,6 +14,12 @@ from chronoscope_dagster.evaluation.queries import sample_turns_sql
 from chronoscope_dagster.evaluation.reference_systems import reference_problems
 from chronoscope_dagster.paraphrase.queries import VARIANTS, variant_turns_sql
 from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.storage.evaluation import (
+    copy_previous_mismatches,
+    match_modes,
+    prediction_backend,
+    scored_turns,
+)
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 
@@ -26,11 +34,15 @@ def checked_model_partitions(
 
 def _expected_turns_sql(warehouse: Warehouse, asset: str, setting: Setting) -> str:
     """(variant, chain_id, turn_index) of every turn the asset's partition must answer."""
+    turns = parquet_source(warehouse.data_path("turns"))
     if asset == "predictions":
+        sample = parquet_source(warehouse.data_path("eval_sample"))
         return f"""SELECT 'original' AS variant, chain_id, turn_index
-                   FROM ({sample_turns_sql(warehouse, setting)})"""
+                   FROM ({sample_turns_sql(turns, sample, setting)})"""
+    paraphrases = parquet_source(warehouse.data_path("paraphrased_subset"))
     return " UNION ALL ".join(
-        f"SELECT '{variant}' AS variant, chain_id, turn_index FROM ({variant_turns_sql(warehouse, variant)})"
+        f"SELECT '{variant}' AS variant, chain_id, turn_index "
+        f"FROM ({variant_turns_sql(turns, paraphrases, variant)})"
         for variant in VARIANTS
     )
 
@@ -157,8 +169,20 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
     ) -> dg.AssetCheckResult:
         problems: list[str] = []
         checked = []
+        modes = match_modes(warehouse, asset)
         for model, setting in checked_model_partitions(context, warehouse, asset):
-            found = reference_problems(warehouse, asset, predictions, model, setting, variants)
+            found = reference_problems(
+                prediction_backend(warehouse, predictions, model, setting),
+                model,
+                setting,
+                variants,
+                metrics=pq.read_table(warehouse.data_path(asset, model=model, setting=setting)),
+                modes=modes,
+                scored_turns=partial(scored_turns, warehouse, predictions),
+                copy_previous=partial(
+                    copy_previous_mismatches, warehouse, predictions, model, setting
+                ),
+            )
             if found is not None:
                 checked.append(f"{model}/{setting}")
                 problems += found

@@ -6,8 +6,8 @@ import dagster as dg
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.paraphrase.filter import turn_problems
-from chronoscope_dagster.paraphrase.queries import turns_and_labels
 from chronoscope_dagster.paraphrase.tables import entity_names, turns_for_paraphrase
+from chronoscope_dagster.storage.paraphrase import turns_and_labels
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 

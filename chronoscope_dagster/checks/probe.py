@@ -3,8 +3,8 @@
 import dagster as dg
 
 from chronoscope_dagster.probe.corpus import CorpusError
-from chronoscope_dagster.probe.home import load_corpus
 from chronoscope_dagster.probe.longmemeval import FormatError
+from chronoscope_dagster.storage.probe import load_corpus
 from chronoscope_dagster.warehouse import Warehouse
 
 

@@ -7,7 +7,9 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from chronoscope_dagster.evaluation.inference import (
@@ -21,7 +23,6 @@ from chronoscope_dagster.evaluation.strategies import Prompting
 from chronoscope_dagster.llm.blind import SHAPE_COLUMNS
 from chronoscope_dagster.llm.registry import ModelSpec
 from chronoscope_dagster.llm.session import InfoLog, RequestProgress, open_chat
-from chronoscope_dagster.warehouse import Warehouse
 
 
 @dataclass(frozen=True)
@@ -58,24 +59,21 @@ def request_count(
 
 
 def answer_turn_sets(
-    warehouse: Warehouse,
     spec: ModelSpec,
     setting: Setting,
-    turn_sets: Mapping[str, str],
+    turn_sets: Mapping[str, pa.Table],
     *,
+    turns: Path,
+    cache: Path,
     first_scored_turn: int,
     chunk_size: int,
     log: InfoLog,
 ) -> AnsweredSets:
-    """Run ``spec`` under ``setting`` on each named set of turns (SQL with the columns of
-    ``queries.sample_turns_sql``) through the home's response cache. A backend that learns
-    from the benchmark (``fit``: the ``blind`` reference system) is given the ``turns``
-    table first."""
-    with warehouse.connect() as connection:
-        chain_sets = {
-            name: chains_from_turns(connection.sql(sql).to_arrow_table())
-            for name, sql in turn_sets.items()
-        }
+    """Run ``spec`` under ``setting`` on each named set of turns (tables with the columns of
+    ``queries.sample_turns_sql``) through the response cache at ``cache``. A backend that
+    learns from the benchmark (``fit``: the ``blind`` reference system) is given the
+    benchmark's turns (the Parquet file ``turns``) first."""
+    chain_sets = {name: chains_from_turns(table) for name, table in turn_sets.items()}
     chains = sum(len(c) for c in chain_sets.values())
     total = sum(
         request_count(c, setting, first_scored_turn, spec.prompting) for c in chain_sets.values()
@@ -84,10 +82,10 @@ def answer_turn_sets(
     log.info(f"{label}: {chains:,} chains, {total:,} requests")
     progress = RequestProgress(log, label, total)
     started = time.perf_counter()
-    with open_chat(spec, warehouse.response_cache_path, chunk_size) as chat:
+    with open_chat(spec, cache, chunk_size) as chat:
         fit = getattr(chat.backend, "fit", None)
         if fit is not None:
-            fit(pq.read_table(warehouse.data_path("turns"), columns=list(SHAPE_COLUMNS)))
+            fit(pq.read_table(turns, columns=list(SHAPE_COLUMNS)))
         predictions = {
             name: predict(
                 chain_set,

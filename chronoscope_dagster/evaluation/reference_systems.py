@@ -1,4 +1,4 @@
-"""What the reference systems must score, checked on a home's predictions and metrics.
+"""What the reference systems must score, checked on their predictions and metrics.
 
 The reference systems answer from the facts rather than from knowledge, so each has scores it
 must reach whatever the benchmark holds: the oracle is right everywhere and never drifts;
@@ -14,11 +14,10 @@ measures something other than what it claims, so the pipeline gates on these rul
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from chronoscope_dagster.evaluation.knowledge import (
     REFERENCE_EXPLICIT_ACC,
@@ -28,8 +27,7 @@ from chronoscope_dagster.evaluation.knowledge import (
 )
 from chronoscope_dagster.evaluation.metrics import OVERALL, SCOPE_METRIC
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
-from chronoscope_dagster.evaluation.queries import scored_turns
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
+from chronoscope_dagster.evaluation.scoring import score_turns
 
 REFERENCE_BACKENDS = ("oracle", "present_day", "copy_previous", "scope_blind")
 PERFECT_FOR_THE_ORACLE = (
@@ -71,36 +69,30 @@ def scope_acc_problems(backend: str, setting: Setting, metrics: pa.Table) -> lis
     ]
 
 
-def _copy_previous_mismatches(
-    warehouse: Warehouse, predictions: str, model: str, setting: Setting
-) -> tuple[int, int]:
-    """(scored predictions, those that are not the copy): gold context must copy the previous
-    turn's gold, recomputed from ``turns``; questions-only shows nothing to copy; self-conditioned
-    copies its own previous prediction (empty on the first turn)."""
-    file = warehouse.data_path(predictions, model=model, setting=setting)
-    path = parquet_source(file)
+def copy_previous_sql(predictions: str, turns: str, setting: Setting, *, by_variant: bool) -> str:
+    """(scored predictions, those that are not the copy) of the SQL ``predictions`` (of several
+    variants: ``by_variant``): gold context must copy the previous turn's gold, recomputed from
+    ``turns``; questions-only shows nothing to copy; self-conditioned copies its own previous
+    prediction (empty on the first turn)."""
     on = "ON prev.chain_id = p.chain_id AND prev.turn_index = p.turn_index - 1"
     if setting is Setting.GOLD_CONTEXT:
-        previous, join = (
-            "prev.answer",
-            f"LEFT JOIN {parquet_source(warehouse.data_path('turns'))} prev {on}",
-        )
+        previous, join = "prev.answer", f"LEFT JOIN {turns} prev {on}"
     elif setting is Setting.SELF_CONDITIONED:
-        if "variant" in pq.read_schema(file).names:
+        if by_variant:
             on += " AND prev.variant = p.variant"
-        previous, join = "coalesce(prev.prediction, '')", f"LEFT JOIN {path} prev {on}"
+        previous, join = "coalesce(prev.prediction, '')", f"LEFT JOIN {predictions} prev {on}"
     else:
         previous, join = "''", ""
-    with warehouse.connect() as connection:
-        n, wrong = connection.execute(
-            f"""SELECT count(*), count_if(p.prediction IS DISTINCT FROM {previous})
-                FROM {path} p {join} WHERE p.scored"""
-        ).fetchone()
-    return int(n), int(wrong or 0)
+    return f"""SELECT count(*), count_if(p.prediction IS DISTINCT FROM {previous})
+               FROM {predictions} p {join} WHERE p.scored"""
 
 
 def _knowledge_problems(
-    warehouse: Warehouse, backend: str, model: str, setting: Setting
+    backend: str,
+    model: str,
+    setting: Setting,
+    modes: Mapping[tuple[str, str], str],
+    scored_turns: Callable[[str, Setting], pa.Table],
 ) -> list[str]:
     """A reference system's knowledge metrics (``REFERENCE_KNOWLEDGE``) in the paper settings
     this partition pairs with: the setting itself, or under explicit scope every paper setting
@@ -109,18 +101,15 @@ def _knowledge_problems(
     settings = PAPER_SETTINGS if setting is explicit else (setting,)
     problems = []
     for paired in settings:
-        if not all(warehouse.has("metrics", model=model, setting=s) for s in (paired, explicit)):
+        if not all((model, s) in modes for s in (paired, explicit)):
             continue
-        modes = {
-            warehouse.read_report("metrics", model=model, setting=s)["match_mode"]
-            for s in (paired, explicit)
-        }
-        if len(modes) > 1:
+        found = {modes[(model, s)] for s in (paired, explicit)}
+        if len(found) > 1:
             continue
-        (mode,) = modes
+        (mode,) = found
         knowledge = knowledge_metrics(
-            scored_turns(warehouse, model, paired, mode),
-            scored_turns(warehouse, model, explicit, mode),
+            score_turns(scored_turns(model, paired), mode),
+            score_turns(scored_turns(model, explicit), mode),
             bootstrap=0,
         )
         problems += [
@@ -131,42 +120,41 @@ def _knowledge_problems(
 
 
 def reference_problems(
-    warehouse: Warehouse,
-    metrics: str,
-    predictions: str,
+    backend: str,
     model: str,
     setting: Setting,
     variants: Sequence[str | None],
+    *,
+    metrics: pa.Table,
+    modes: Mapping[tuple[str, str], str],
+    scored_turns: Callable[..., pa.Table],
+    copy_previous: Callable[[], tuple[int, int]],
 ) -> list[str] | None:
-    """Where one (model, setting) partition of ``metrics`` (computed from ``predictions``, of
-    ``variants``) breaks its reference system's rules; None when the model is no reference
-    system."""
-    report = warehouse.read_report(predictions, model=model, setting=setting)
-    backend = report["backend"]["backend"]
+    """Where one (model, setting) partition of a metrics asset (``metrics``: its table;
+    ``modes``: the match mode of each (model, setting) partition of the asset), computed from
+    predictions of ``variants`` that ``backend`` answered, breaks its reference system's rules;
+    None when ``backend`` is no reference system. ``scored_turns(model, setting, variant)``
+    gives the predictions' scored turns (``scored_turns_sql``'s rows); ``copy_previous()``
+    counts what ``copy_previous_sql`` counts. The knowledge rules apply to the evaluation
+    sample's predictions, which have no variants."""
     if backend not in REFERENCE_BACKENDS:
         return None
     problems = [
         f"{backend} {model}/{setting} {problem}"
-        for problem in scope_acc_problems(
-            backend,
-            setting,
-            pq.read_table(warehouse.data_path(metrics, model=model, setting=setting)),
-        )
+        for problem in scope_acc_problems(backend, setting, metrics)
     ]
-    if metrics == "metrics" and backend in REFERENCE_KNOWLEDGE:
-        problems += _knowledge_problems(warehouse, backend, model, setting)
+    if variants == (None,) and backend in REFERENCE_KNOWLEDGE:
+        problems += _knowledge_problems(backend, model, setting, modes, scored_turns)
     if setting is Setting.EXPLICIT_SCOPE and backend in REFERENCE_EXPLICIT_ACC:
         expected = REFERENCE_EXPLICIT_ACC[backend]
-        table = pq.read_table(warehouse.data_path(metrics, model=model, setting=setting))
         problems += [
             f"{backend} {model}/{setting} {row.get('variant') or ''}: acc_at1 = "
             f"{row['value']}, not {expected}"
-            for row in table.to_pylist()
+            for row in metrics.to_pylist()
             if row["stratum"] == OVERALL and row["metric"] == "acc_at1" and row["value"] != expected
         ]
     if backend == "oracle":
-        table = pq.read_table(warehouse.data_path(metrics, model=model, setting=setting))
-        for row in table.to_pylist():
+        for row in metrics.to_pylist():
             expected = (
                 1.0
                 if row["metric"] in PERFECT_FOR_THE_ORACLE
@@ -180,9 +168,9 @@ def reference_problems(
                     f"{row['stratum']} {row['metric']} = {row['value']}, not {expected}"
                 )
     elif backend == "present_day":
-        mode = warehouse.read_report(metrics, model=model, setting=setting)["match_mode"]
+        mode = modes[(model, setting)]
         for variant in variants:
-            turns = scored_turns(warehouse, model, setting, mode, predictions, variant)
+            turns = score_turns(scored_turns(model, setting, variant), mode)
             turns = turns.filter(pc.field("drift_eligible"))
             right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
             drifted = pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0
@@ -193,7 +181,7 @@ def reference_problems(
                     f"{turns.num_rows - drifted} do not drift"
                 )
     elif backend == "copy_previous":
-        n, wrong = _copy_previous_mismatches(warehouse, predictions, model, setting)
+        n, wrong = copy_previous()
         if wrong:
             problems.append(
                 f"copy_previous {model}/{setting}: {wrong} of {n} scored predictions "

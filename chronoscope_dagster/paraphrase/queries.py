@@ -1,11 +1,7 @@
-"""What the paraphrase stage reads from a home: the stratified choice of chains, their turns
-and labels, and the kept chains' turns as templated and as paraphrased."""
+"""What the paraphrase stage reads, as SQL over sources the caller names: the stratified choice
+of chains, and the kept chains' turns as templated and as paraphrased."""
 
 from __future__ import annotations
-
-import pyarrow as pa
-
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 VARIANTS = ("original", "paraphrased")
 """The two conditions of Table 5 ("Orig", "Para"), evaluated on the same kept chains."""
@@ -37,38 +33,16 @@ def subset_sql(chains: str, size: int, seed: int) -> str:
     """
 
 
-def turns_and_labels(warehouse: Warehouse, chain_ids: str) -> tuple[pa.Table, pa.Table]:
-    """The turns of the chains ``chain_ids`` (SQL of a ``chain_id`` column) and the labels,
-    of every snapshot, of every entity they refer to."""
-    with warehouse.connect() as connection:
-        turns = connection.sql(
-            f"""SELECT t.* FROM {parquet_source(warehouse.data_path("turns"))} t
-                SEMI JOIN ({chain_ids}) c USING (chain_id)
-                ORDER BY t.chain_id, t.turn_index"""
-        ).to_arrow_table()
-        connection.register("chosen", turns)
-        labels = connection.sql(
-            f"""WITH wanted AS (
-                    SELECT subject_qid AS qid FROM chosen
-                    UNION SELECT asked_qid FROM chosen
-                    UNION SELECT unnest(gold_qids) FROM chosen
-                    UNION SELECT unnest(present_qids) FROM chosen)
-                SELECT qid, snapshot_year, label, aliases
-                FROM ({warehouse.view_sql("labels")}) SEMI JOIN wanted USING (qid)
-                ORDER BY qid, snapshot_year"""
-        ).to_arrow_table()
-    return turns, labels
-
-
-def variant_turns_sql(warehouse: Warehouse, variant: str) -> str:
-    """The turns of the kept chains, with the paraphrase as the question in ``paraphrased``;
-    the columns of ``evaluation.queries.sample_turns_sql``."""
+def variant_turns_sql(turns: str, paraphrases: str, variant: str) -> str:
+    """The turns of the kept chains, from the SQL ``turns`` (the benchmark's) and
+    ``paraphrases`` (the paraphrased subset's), with the paraphrase as the question in
+    ``paraphrased``; the columns of ``evaluation.queries.sample_turns_sql``."""
     question = {"original": "t.question", "paraphrased": "p.paraphrase"}[variant]
     return f"""
         SELECT t.chain_id, t.turn_index, {question} AS question, t.answer, t.present_labels,
                t.is_explicit, t.explicit_question
-        FROM {parquet_source(warehouse.data_path("turns"))} t
-        JOIN {parquet_source(warehouse.data_path("paraphrased_subset"))} p
+        FROM {turns} t
+        JOIN {paraphrases} p
             USING (chain_id, turn_index)
         WHERE p.chain_kept
         ORDER BY t.chain_id, t.turn_index"""

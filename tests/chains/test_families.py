@@ -82,8 +82,8 @@ def test_a_pronoun_fits_what_the_subject_is(sample_facts, all_chains, family):
 def test_families_of_one_index_equal_families_each_on_its_own(sample_truth_home):
     """The families asset indexes a snapshot once for all families: each family's chains and
     refusal counts are those of an index built for it alone."""
-    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_family
+    from chronoscope_dagster.storage.chains import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
     store = Warehouse(sample_truth_home)
@@ -105,8 +105,8 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_truth_hom
     shards: the sample gives some families only a few chains (change point 7), which three
     shards would not all hold."""
     from chronoscope_dagster.chains.facts import Shard
-    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_family, rooted_in
+    from chronoscope_dagster.storage.chains import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
     templates = default_templates()
@@ -127,7 +127,8 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_truth_hom
 def test_roots_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
     """The shard count for at most N roots a shard: every subject a chain may start from is
     counted, and the count is rounded up, never below the shards asked for."""
-    from chronoscope_dagster.chains.reach import root_subject_count, shard_count
+    from chronoscope_dagster.chains.reach import shard_count
+    from chronoscope_dagster.storage.chains import root_subject_count
     from chronoscope_dagster.warehouse import Warehouse
 
     roots = root_subject_count(Warehouse(sample_truth_home), "2025")
@@ -159,8 +160,8 @@ def test_families_from_several_workers_equal_one_process(sample_truth_home):
 
     import pyarrow.parquet as pq
 
-    from chronoscope_dagster.chains.reach import warehouse_facts
     from chronoscope_dagster.chains.records import generate_families
+    from chronoscope_dagster.storage.chains import warehouse_facts
     from chronoscope_dagster.warehouse import Warehouse
 
     def parquet(table) -> bytes:

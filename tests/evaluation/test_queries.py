@@ -4,7 +4,9 @@ import pyarrow as pa
 import pytest
 
 from chronoscope_dagster.evaluation.prompts import Setting
-from chronoscope_dagster.evaluation.queries import metrics_of, scored_turns, write_predictions
+from chronoscope_dagster.evaluation.queries import metrics_of
+from chronoscope_dagster.evaluation.scoring import score_turns
+from chronoscope_dagster.storage.evaluation import scored_turns, write_predictions
 from chronoscope_dagster.warehouse import Warehouse
 
 STRINGS = pa.list_(pa.string())
@@ -65,12 +67,13 @@ def warehouse(tmp_path) -> Warehouse:
 
 
 def test_scored_turns_read_the_rivals_and_metrics_count_the_hedges(warehouse):
-    turns = scored_turns(warehouse, "m", Setting.GOLD_CONTEXT, "relaxed")
+    read = scored_turns(warehouse, "predictions", "m", Setting.GOLD_CONTEXT)
+    turns = score_turns(read, "relaxed")
     assert turns["answer_kind"].to_pylist() == ["entity", "yes_no", "count"]
     assert turns["correct_at1"].to_pylist() == [False, False, True]
     assert turns["hedged_at1"].to_pylist() == [True, True, False]
     for mode, hedged in (("relaxed", 2), ("exact", 0), ("reference", 0)):
         _, scored, counted = metrics_of(
-            warehouse, "m", Setting.GOLD_CONTEXT, match_mode=mode, bootstrap=0, seed=0
+            read, "m", Setting.GOLD_CONTEXT, match_mode=mode, bootstrap=0, seed=0
         )
         assert (scored, counted) == (3, hedged), mode

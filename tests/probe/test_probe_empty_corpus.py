@@ -10,8 +10,8 @@ import pytest
 from chronoscope_dagster.checks.probe import probe_corpus_valid
 from chronoscope_dagster.probe.agents import OracleReader
 from chronoscope_dagster.probe.corpus import Corpus, CorpusError, read_corpus
-from chronoscope_dagster.probe.home import CORPUS_FILE, load_corpus
 from chronoscope_dagster.probe.runs import run_probe
+from chronoscope_dagster.storage.probe import CORPUS_FILE, load_corpus
 from chronoscope_dagster.warehouse import Warehouse
 
 

@@ -1,0 +1,167 @@
+"""Where the chains stage reads and writes in a home: a snapshot's sources, the families'
+partitions and reports, and the parts a shard step writes until the merge; with the two steps
+that run in a process of their own (a shard's generation, the determinism check's
+regeneration), which read here, call the core and write here."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS
+from chronoscope_dagster.chains.determinism import differing_families
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
+from chronoscope_dagster.chains.families import FAMILIES
+from chronoscope_dagster.chains.reach import (
+    SOURCES,
+    root_subjects_sql,
+    sampled_source_facts,
+    source_facts,
+)
+from chronoscope_dagster.chains.records import generate_families
+from chronoscope_dagster.processes import in_own_process
+from chronoscope_dagster.sql import sql_string
+from chronoscope_dagster.warehouse import Warehouse, parquet_source
+
+REFUSED_FILE = "refused.parquet"
+REFUSED_SCHEMA = pa.schema(
+    [("subject_qid", pa.string()), ("pid", pa.string()), ("scope", pa.string()),
+     ("reason", pa.string())]
+)  # fmt: skip
+
+
+def snapshot_sources(warehouse: Warehouse, year: str) -> dict[str, str]:
+    """SQL reading each of the ``SOURCES`` of snapshot ``year`` (``present_day`` has one)."""
+    files = {name: warehouse.data_path(name, snapshot_year=year) for name in SOURCES[:4]}
+    files["present_day"] = warehouse.data_path("present_day")
+    return {name: parquet_source(path) for name, path in files.items()}
+
+
+def root_subject_count(warehouse: Warehouse, year: str) -> int:
+    """The root subjects of snapshot ``year`` (``root_subjects_sql``)."""
+    truth = parquet_source(warehouse.data_path("truth", snapshot_year=year))
+    with warehouse.connect() as connection:
+        [(count,)] = connection.execute(root_subjects_sql(truth)).fetchall()
+    return count
+
+
+def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
+    """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
+    without one)."""
+    sources = snapshot_sources(warehouse, year)
+    return source_facts(year, sources, shard, config=warehouse.duckdb_settings())
+
+
+def sampled_warehouse_facts(
+    warehouse: Warehouse, year: str, max_roots: int, which: int
+) -> SnapshotFacts:
+    """``sampled_source_facts`` of one snapshot of a home."""
+    sources = snapshot_sources(warehouse, year)
+    return sampled_source_facts(year, sources, max_roots, which, config=warehouse.duckdb_settings())
+
+
+def family_turns_sql(warehouse: Warehouse) -> str:
+    """Every materialized family partition's turns, with its ``snapshot_year``."""
+    return " UNION ALL ".join(
+        f"SELECT *, {int(p['snapshot_year'])} AS snapshot_year "
+        f"FROM {parquet_source(warehouse.data_path(f'family_{family}', **p))}"
+        for family in FAMILIES
+        for p in warehouse.partitions(f"family_{family}")
+    )
+
+
+def refusals_by_family(warehouse: Warehouse) -> list[tuple]:
+    """Per family, the (subject, property, scope) the facts did not decide, by reason
+    (``REFUSAL_REASONS``), summed over snapshot years."""
+    rows = []
+    for family in FAMILIES:
+        totals: Counter[str] = Counter()
+        for partition in warehouse.partitions(f"family_{family}"):
+            totals.update(warehouse.read_report(f"family_{family}", **partition)["scopes_refused"])
+        rows.append((family, *(totals[reason] for reason in REFUSAL_REASONS)))
+    return rows
+
+
+@dataclass(frozen=True)
+class ShardFamily:
+    """What one shard of a family leaves for the merge besides its files."""
+
+    chains: int
+    no_explicit_question: Counter[str]
+    unnameable_subjects: int
+
+
+def write_shard_families(
+    warehouse: Warehouse,
+    year: str,
+    families: Sequence[str],
+    language: str,
+    seed: int,
+    workers: int,
+    shard: Shard,
+    key: str,
+) -> dict[str, ShardFamily]:
+    """Generate the ``families`` of the chains rooted in ``shard`` of snapshot ``year`` and
+    write each one's turns and refusals as the part ``key`` of its family; return the rest."""
+    left = {}
+    outputs = generate_families(
+        partial(warehouse_facts, warehouse, year), families, language, seed, workers, shard
+    )
+    for family, output in outputs:
+        parts = warehouse.shard_asset(f"family_{family}")
+        warehouse.write_table(parts, output.table, snapshot_year=year, shard=key)
+        refused = sorted(output.refused, key=lambda row: tuple(value or "" for value in row))
+        columns = {name: [row[i] for row in refused] for i, name in enumerate(REFUSED_SCHEMA.names)}
+        with warehouse.writing(parts, REFUSED_FILE, snapshot_year=year, shard=key) as path:
+            pq.write_table(pa.table(columns, schema=REFUSED_SCHEMA), path, compression="zstd")
+        left[family] = ShardFamily(
+            len(output.chains), output.no_explicit_question, output.unnameable_subjects
+        )
+    return left
+
+
+def merged_refusals(warehouse: Warehouse, family: str, year: str, keys: Sequence[str]) -> Counter:
+    """Per reason, the refusals of a family's parts ``keys``, a refusal made in several
+    shards once (counted in DuckDB, within its memory limit)."""
+    parts = warehouse.shard_asset(f"family_{family}")
+    files = ", ".join(
+        sql_string(
+            str(warehouse.partition_dir(parts, snapshot_year=year, shard=key) / REFUSED_FILE)
+        )
+        for key in keys
+    )
+    with warehouse.connect() as connection:
+        rows = connection.execute(
+            f"""SELECT reason, count(*) FROM (
+                    SELECT DISTINCT * FROM read_parquet([{files}], hive_partitioning = false))
+                GROUP BY reason"""
+        ).fetchall()
+    return Counter(dict(rows))
+
+
+def differing_by_year(
+    warehouse: Warehouse, years: Sequence[str], max_roots: int, which: int
+) -> dict[str, tuple[Shard, list[str]]]:
+    """Per snapshot of ``years``, the shard regenerated (one, ``which``, of as few subject-hash
+    shards as hold at most ``max_roots`` roots each) and the families whose stored chains
+    rooted in it differ from those generated again (``differing_families``), each snapshot in
+    a process of its own (``in_own_process``)."""
+    return {
+        year: in_own_process(partial(_differing_families, warehouse, max_roots, which, year))
+        for year in years
+    }
+
+
+def _differing_families(
+    warehouse: Warehouse, max_roots: int, which: int, year: str
+) -> tuple[Shard, list[str]]:
+    facts = sampled_warehouse_facts(warehouse, year, max_roots, which)
+    assets = {family: f"family_{family}" for family in FAMILIES}
+    stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
+    used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
+    return facts.wide.roots, differing_families(facts, stored, used)
