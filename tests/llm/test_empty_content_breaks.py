@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,6 @@ from chronoscope_dagster.llm.registry import backend_class, parse_entry
 from tests.llm.test_remote_backends import FakeServer, Fault, gemini_answer, openai_answer
 
 GREEDY = Decoding(max_new_tokens=7, temperature=0.0, top_p=1.0, k=1, seed=5)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,6 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -193,13 +192,6 @@ def gemini_answer(body: dict[str, Any], prompt: str) -> dict[str, Any]:
         },
         "modelVersion": "gemini-test",
     }
-
-
-@pytest.fixture
-def server() -> Iterator[FakeServer]:
-    fake = FakeServer()
-    yield fake
-    fake.close()
 
 
 @pytest.fixture(autouse=True)
