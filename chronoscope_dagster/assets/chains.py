@@ -10,7 +10,6 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
@@ -26,7 +25,6 @@ from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.reach import DEFAULT_ROOTS_PER_SHARD, shard_count
-from chronoscope_dagster.chains.records import merged_turns
 from chronoscope_dagster.chains.stats import (
     STATS_COLUMNS,
     VALIDITY_COLUMNS,
@@ -53,6 +51,7 @@ from chronoscope_dagster.storage.chains import (
     merged_refusals,
     refusals_by_family,
     root_subject_count,
+    write_merged_family,
     write_shard_families,
 )
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
@@ -149,21 +148,12 @@ def merge_chain_shards(
         asset = f"family_{family}"
         if asset not in context.selected_output_names:
             continue
-        parts = warehouse.shard_asset(asset)
-        table = merged_turns(
-            [
-                pq.read_table(
-                    warehouse.data_path(parts, snapshot_year=year, shard=generated.shard.key)
-                )
-                for generated in shards
-            ]
-        )
         keys = [generated.shard.key for generated in shards]
+        merged = write_merged_family(warehouse, family, year, keys)
         scopes_refused = merged_refusals(warehouse, family, year, keys)
         no_explicit = sum(
             (generated.result[family].no_explicit_question for generated in shards), Counter()
         )
-        warehouse.write_table(asset, table, snapshot_year=year)
         warehouse.drop_shards(asset, snapshot_year=year)
         warehouse.write_report(
             asset,
@@ -175,22 +165,14 @@ def merge_chain_shards(
             },
             snapshot_year=year,
         )
-        firsts = table.filter(pc.equal(table.column("turn_index"), 0))
-        preview_chains = pa.array(firsts.column("chain_id").to_pylist()[:3], pa.string())
-        preview = [
-            (row["chain_id"][:8], row["turn_index"], row["question"], row["answer"])
-            for row in table.filter(pc.is_in(table.column("chain_id"), preview_chains))
-            .select(["chain_id", "turn_index", "question", "answer"])
-            .to_pylist()
-        ]
         yield dg.Output(
             None,
             output_name=asset,
             data_version=dg.DataVersion(warehouse.data_version(asset, snapshot_year=year)),
             metadata={
-                "dagster/row_count": table.num_rows,
-                "chains": firsts.num_rows,
-                "max_length": pc.max(table.column("chain_length")).as_py() or 0,
+                "dagster/row_count": merged.turns,
+                "chains": merged.chains,
+                "max_length": merged.max_length,
                 "unnameable_subjects": shards[0].result[family].unnameable_subjects,
                 "scopes_refused": dg.MetadataValue.json(
                     {reason: scopes_refused[reason] for reason in REFUSAL_REASONS}
@@ -200,7 +182,7 @@ def merge_chain_shards(
                 "shards": len(shards),
                 "workers": config.workers,
                 "preview": dg.MetadataValue.md(
-                    markdown_table(["chain", "turn", "question", "answer"], preview)
+                    markdown_table(["chain", "turn", "question", "answer"], merged.preview)
                 ),
             },
         )

@@ -229,6 +229,23 @@ def merged_turns(tables: Sequence[pa.Table]) -> pa.Table:
     return table.take(pa.array(order, pa.int64())).combine_chunks()
 
 
+def merged_turns_sql(parts: Sequence[str]) -> str:
+    """SQL of the turns tables of one family's shards (``parts``: SQL sources, in shard order,
+    each with its ``file_row_number``) as ``merged_turns`` orders them, for DuckDB to sort
+    within its memory limit: a family is never one table in memory."""
+    numbered = " UNION ALL ".join(
+        f"SELECT *, {index} AS shard_part FROM {source}" for index, source in enumerate(parts)
+    )
+    return f"""
+    WITH parts AS ({numbered}),
+    ranked AS (
+        SELECT *, max(CAST(subject_qid[2:] AS BIGINT)) FILTER (WHERE turn_index = 0)
+                      OVER (PARTITION BY chain_id) AS root_number
+        FROM parts)
+    SELECT * EXCLUDE (shard_part, file_row_number, root_number) FROM ranked
+    ORDER BY root_number, shard_part, file_row_number"""
+
+
 def _root_number(chain: Chain) -> int:
     return int(chain.turns[0].subject_qid[1:])
 

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,10 +24,10 @@ from chronoscope_dagster.chains.reach import (
     sampled_source_facts,
     source_facts,
 )
-from chronoscope_dagster.chains.records import generate_families
+from chronoscope_dagster.chains.records import TURNS_SCHEMA, generate_families, merged_turns_sql
 from chronoscope_dagster.processes import in_own_process
 from chronoscope_dagster.sql import sql_string
-from chronoscope_dagster.warehouse import Warehouse, parquet_source
+from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
 REFUSED_FILE = "refused.parquet"
 REFUSED_SCHEMA = pa.schema(
@@ -123,6 +124,52 @@ def write_shard_families(
             len(output.chains), output.no_explicit_question, output.unnameable_subjects
         )
     return left
+
+
+@dataclass(frozen=True)
+class MergedFamily:
+    """What the merge of a family's parts wrote: turns, chains, the longest chain's length,
+    and the first three chains' turns (chain id, turn index, question, answer)."""
+
+    turns: int
+    chains: int
+    max_length: int
+    preview: list[tuple[str, int, str, str]]
+
+
+def write_merged_family(
+    warehouse: Warehouse, family: str, year: str, keys: Sequence[str]
+) -> MergedFamily:
+    """Write a family's parts ``keys`` (in shard order) as its partition of snapshot ``year``,
+    sorted by DuckDB within its memory limit and streamed to the file."""
+    asset, parts = f"family_{family}", warehouse.shard_asset(f"family_{family}")
+    sources = [_numbered(warehouse.data_path(parts, snapshot_year=year, shard=key)) for key in keys]
+    with warehouse.connect() as connection:
+        with warehouse.writing(asset, snapshot_year=year) as path:
+            turns = write_query(connection, merged_turns_sql(sources), path, TURNS_SCHEMA)
+        written = _numbered(warehouse.data_path(asset, snapshot_year=year))
+        [(chains, max_length)] = connection.execute(
+            f"SELECT count(*) FILTER (WHERE turn_index = 0), coalesce(max(chain_length), 0) "
+            f"FROM {written}"
+        ).fetchall()
+        preview = connection.execute(
+            f"""WITH numbered AS (
+                    SELECT chain_id, turn_index, question, answer,
+                           min(file_row_number) OVER (PARTITION BY chain_id) AS first_row
+                    FROM {written})
+                SELECT left(chain_id, 8), turn_index, question, answer FROM numbered
+                WHERE first_row IN (SELECT DISTINCT first_row FROM numbered
+                                    ORDER BY first_row LIMIT 3)
+                ORDER BY first_row, turn_index"""
+        ).fetchall()
+    return MergedFamily(turns, chains, max_length, preview)
+
+
+def _numbered(path: Path) -> str:
+    """SQL reading one Parquet file with each row's ``file_row_number``."""
+    return (
+        f"read_parquet({sql_string(str(path))}, hive_partitioning = false, file_row_number = true)"
+    )
 
 
 def merged_refusals(warehouse: Warehouse, family: str, year: str, keys: Sequence[str]) -> Counter:
