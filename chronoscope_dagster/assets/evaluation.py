@@ -12,9 +12,11 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
+from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.evaluation.answering import answer_turn_sets
 from chronoscope_dagster.evaluation.comparison import comparison_order
 from chronoscope_dagster.evaluation.inference import predictions_table
+from chronoscope_dagster.evaluation.own_present import asked_against
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.queries import (
     metrics_of,
@@ -41,17 +43,20 @@ from chronoscope_dagster.model_runs import (
     headline_metadata,
 )
 from chronoscope_dagster.partitions import model_setting_partitions
-from chronoscope_dagster.resources import ModelRegistry
+from chronoscope_dagster.resources import AnchorCalendar, ModelRegistry
 from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.storage.evaluation import (
     COMPARISONS_FILE,
     KNOWLEDGE_FILE,
     all_metrics,
     match_modes,
+    model_presents,
+    own_present_turns,
     sample_turns,
     scored_turns,
     write_predictions,
 )
+from chronoscope_dagster.truth.anchors import model_present
 from chronoscope_dagster.warehouse import Warehouse
 
 
@@ -63,21 +68,38 @@ from chronoscope_dagster.warehouse import Warehouse
     pool="model_calls",
     description="One row per (chain, turn) of the evaluation sample that the model answered "
     "under the setting: raw top-1 answer, candidates, error, latency, tokens. Every call "
-    "goes through the response cache, so a rerun costs nothing and a killed run resumes.",
+    "goes through the response cache, so a rerun costs nothing and a killed run resumes. "
+    "For a model with a knowledge cutoff, its present (report.json) and its turns against it "
+    "(own_present.parquet) beside them: the reference systems answer from that present.",
 )
 def predictions(
     context: dg.AssetExecutionContext,
     config: PredictionConfig,
     warehouse: dg.ResourceParam[Warehouse],
     models: ModelRegistry,
+    anchor_calendar: AnchorCalendar,
 ) -> dg.MaterializeResult:
     keys = context.partition_key.keys_by_dimension
     model, setting = keys["model"], Setting(keys["setting"])
     spec = models.spec(model)
+    turns = sample_turns(warehouse, setting)
+    own = None
+    if spec.knowledge_cutoff is not None:
+        calendars = {int(year): anchor_calendar.anchors(int(year)) for year in SNAPSHOT_YEARS}
+        try:
+            present = model_present(spec.knowledge_cutoff, calendars)
+        except ValueError as error:
+            raise dg.Failure(f"model {model}: knowledge_cutoff: {error}") from error
+        own = (present, own_present_turns(warehouse, present, setting))
+        turns = asked_against(turns, own[1])
+        context.log.info(
+            f"{model}: knowledge cutoff {present.knowledge_cutoff}, present "
+            f"{present.anchor.key} of the {present.snapshot_year} snapshot"
+        )
     answered = answer_turn_sets(
         spec,
         setting,
-        {"eval_sample": sample_turns(warehouse, setting)},
+        {"eval_sample": turns},
         turns=warehouse.data_path("turns"),
         cache=warehouse.response_cache_path,
         first_scored_turn=config.first_scored_turn,
@@ -93,12 +115,17 @@ def predictions(
         identity=answered.identity,
         model=model,
         setting=setting,
+        own_present=own,
     )
+    metadata = answered_metadata(answered, spec)
+    if own is not None:
+        metadata["own_present"] = dg.MetadataValue.json(own[0].describe())
+        metadata["changed_since_cutoff"] = pc.sum(own[1]["changed_since_cutoff"]).as_py() or 0
     return dg.MaterializeResult(
         data_version=dg.DataVersion(
             warehouse.data_version("predictions", model=model, setting=setting)
         ),
-        metadata=answered_metadata(answered, spec),
+        metadata=metadata,
     )
 
 
@@ -111,7 +138,10 @@ def predictions(
     "followup_pos=), metric (the headline scope_acc_at1, Acc@1 over the scope-dependent "
     "scored turns, then the reference evaluator's names: acc_at1, final_turn_acc_at1, "
     "strict_chain_acc_at1, drift_rate_given_present_at1, ...), value, a 95% bootstrap "
-    "interval resampling chains, and the denominator (n).",
+    "interval resampling chains, and the denominator (n). A model with a knowledge cutoff also "
+    "has the metrics against its own present (own_scope_acc_at1, "
+    "own_drift_rate_given_present_at1, ..., n_turns_without_own_present) and the stratum "
+    "changed_since_cutoff.",
 )
 def metrics(
     context: dg.AssetExecutionContext, config: MetricsConfig, warehouse: dg.ResourceParam[Warehouse]
@@ -271,7 +301,18 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
     knowledge = pq.read_table(knowledge_path) if knowledge_path.exists() else None
     if knowledge is not None and (found := write_knowledge_plot(knowledge, staging)):
         plots.append(found)
-    markdown = render_markdown(every, plots, provenance, paraphrase, comparisons, knowledge)
+    presents = model_presents(warehouse)
+    dump_present = warehouse.read_report("present_day") if presents else {}
+    markdown = render_markdown(
+        every,
+        plots,
+        provenance,
+        paraphrase,
+        comparisons,
+        knowledge,
+        presents=presents,
+        dump_present=dump_present,
+    )
     (staging / "report.md").write_text(markdown, encoding="utf-8")
     (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")
     results = staging / "results"

@@ -94,8 +94,9 @@ def settings(
     partitions_def=model_partitions,
     group_name="sources",
     automation_condition=SOURCES_OBSERVED,
-    description="Each model registry entry: backend, model, decoding, prompting and the "
-    "options that change answers (not threads). A changed entry makes its partitions stale.",
+    description="Each model registry entry: backend, model, decoding, prompting, knowledge "
+    "cutoff and the options that change answers (not threads). A changed entry makes its "
+    "partitions stale.",
 )
 def model_entry(models: ModelRegistry) -> dg.DataVersionsByPartition:
     return dg.DataVersionsByPartition(
@@ -104,11 +105,16 @@ def model_entry(models: ModelRegistry) -> dg.DataVersionsByPartition:
 
 
 def entry_identity(spec: ModelSpec) -> dict[str, object]:
+    """What identifies an entry's answers and scores; ``knowledge_cutoff`` only where set, so
+    the entries without one keep their data versions."""
     options = spec.options.model_dump(mode="json", exclude=set(NOT_ANSWER_CHANGING))
-    return {
+    identity: dict[str, object] = {
         "backend": spec.backend,
         "model": spec.model,
         "decoding": spec.decoding.as_dict(),
         "prompting": spec.prompting,
         "options": options,
     }
+    if spec.knowledge_cutoff is not None:
+        identity["knowledge_cutoff"] = spec.knowledge_cutoff.isoformat()
+    return identity

@@ -162,7 +162,10 @@ def _metric_checks(asset: str, predictions: str) -> list[dg.AssetChecksDefinitio
         "loses none, scope_blind knows every turn and loses (drifts on) every drift-eligible "
         "implicit one, in every paper setting; on the headline scope_acc_at1, in every stratum "
         "where it exists, the oracle scores 1.0 and present_day and scope_blind 0 (scope_blind "
-        "1.0 under explicit scope, where every turn states its scope).",
+        "1.0 under explicit scope, where every turn states its scope). A reference system with "
+        "a knowledge cutoff is held to its own present where the figure depends on the "
+        "present: present_day drifts on every turn eligible against its own present and "
+        "scores 0 on own_scope_acc_at1.",
     )
     def reference_systems_behave(
         context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]

@@ -11,10 +11,11 @@ import pyarrow as pa
 
 from chronoscope_dagster.evaluation.metrics import (
     CHAIN_METRICS,
-    COUNT_METRICS,
+    COUNTS,
     DIMENSIONS,
     METRICS,
     OVERALL,
+    SUBSETS,
     split_stratum,
 )
 
@@ -35,7 +36,8 @@ def consistency_problems(metrics: pa.Table, *, tolerance: float = 1e-9) -> list[
     """Invariants of a metrics table (one or many (model, setting) groups, if it has those
     columns); human-readable problems, empty when all hold.
 
-    Checked: known metric and stratum names, one row per (stratum, metric), finite values,
+    Checked: known metric and stratum names (a subset stratum, ``metrics.SUBSETS``, is checked
+    alone: it is no level of a dimension), one row per (stratum, metric), finite values,
     counts non-negative integers, rates and CI bounds in [0, 1], both CI bounds or neither and
     ci_low <= value <= ci_high, no chain metric in a follow-up stratum, @k >= @1, strict chain <=
     average per-chain accuracy; per dimension, every overall ratio lies between the smallest and
@@ -81,7 +83,7 @@ def _group_problems(rows: list[dict[str, Any]], tol: float) -> list[str]:
             continue
         table[(stratum, metric)] = row
         low, high = row.get("ci_low"), row.get("ci_high")
-        if metric in COUNT_METRICS:
+        if metric in COUNTS:
             if value < 0 or value != int(value):
                 problems.append(f"{where}: count {value!r} is not a non-negative integer")
             if not (_is_missing(low) and _is_missing(high)):
@@ -89,6 +91,8 @@ def _group_problems(rows: list[dict[str, Any]], tol: float) -> list[str]:
             continue
         if dimension == "followup_pos" and metric in CHAIN_METRICS:
             problems.append(f"{where}: chain metric in a follow-up position stratum")
+        if dimension in SUBSETS and metric in CHAIN_METRICS:
+            problems.append(f"{where}: chain metric in a stratum of some turns of a chain")
         if not -tol <= value <= 1 + tol:
             problems.append(f"{where}: value {value!r} outside [0, 1]")
         if _is_missing(low) != _is_missing(high):
@@ -117,7 +121,7 @@ def _group_problems(rows: list[dict[str, Any]], tol: float) -> list[str]:
     by_dimension: dict[str, list[str]] = {d: [] for d in DIMENSIONS}
     for stratum in strata:
         dimension, _ = split_stratum(stratum)
-        if dimension != OVERALL:
+        if dimension in by_dimension:
             by_dimension[dimension].append(stratum)
     for metric in METRICS:
         overall = table.get((OVERALL, metric))
@@ -128,7 +132,7 @@ def _group_problems(rows: list[dict[str, Any]], tol: float) -> list[str]:
             if not members:
                 continue
             parts = [table[(s, metric)] for s in members if (s, metric) in table]
-            if metric in COUNT_METRICS:
+            if metric in COUNTS:
                 if metric == "n_chains" and dimension == "followup_pos":
                     continue
                 total = sum(float(p["value"]) for p in parts)

@@ -12,6 +12,11 @@ not under explicit scope is left out and counted (``turns_left_out``). Per turn,
 * ``drift_given_known_at1``: among implicit known drift-eligible turns, those answered with
   the present-day value in the setting (drift as the metrics define it).
 
+Against the model's own present (a model with a knowledge cutoff, whose scored turns hold the
+``own_present`` columns), the same four under the names prefixed ``own_`` (``OWN_KNOWLEDGE``):
+*known* leaves out the turns changed since the cutoff whose scope begins after it (what the
+model could not know, even right alone), and eligibility and drift are the model's present's.
+
 Strata: overall and per family; a 95% percentile bootstrap interval resampling chains (the
 metrics module's resampler, widened to include the point value as there); a metric whose
 denominator is zero is left out.
@@ -19,13 +24,14 @@ denominator is zero is left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from chronoscope_dagster.evaluation.metrics import OVERALL, _divide, _resampled_sums, _rng
+from chronoscope_dagster.evaluation.own_present import has_own_present
 
 KNOWLEDGE_METRICS = {
     "known_rate_at1": ("known", "turns"),
@@ -34,6 +40,11 @@ KNOWLEDGE_METRICS = {
     "drift_given_known_at1": ("drifted", "known_eligible"),
 }
 """metric: (numerator, denominator), both per-turn counts summed per chain."""
+OWN_KNOWLEDGE = {
+    f"own_{metric}": (f"own_{numerator}", f"own_{denominator}")
+    for metric, (numerator, denominator) in KNOWLEDGE_METRICS.items()
+}
+"""The same against the model's own present."""
 KNOWLEDGE_LABELS = {
     "known_rate_at1": "known alone",
     "scope_loss_rate_at1": "lost in conversation",
@@ -48,6 +59,7 @@ _COUNTS = (
     "lost_eligible",
     "drifted",
 )
+_OWN_COUNTS = tuple(f"own_{name}" for name in _COUNTS)
 KNOWLEDGE_SCHEMA = pa.schema(
     [
         pa.field("stratum", pa.string(), nullable=False),
@@ -82,6 +94,9 @@ def knowledge_metrics(
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     alone = explicit.select([*_KEYS, "correct_at1"]).rename_columns([*_KEYS, "known"])
     needed = [*_KEYS, "family", "is_explicit", "drift_eligible", "correct_at1", "drift_at1"]
+    own = has_own_present(in_setting)
+    if own:
+        needed += ["own_drift_eligible", "own_drift_at1", "changed_since_cutoff", "after_cutoff"]
     paired = (
         in_setting.select(needed)
         .join(alone, _KEYS, join_type="inner")
@@ -101,10 +116,26 @@ def knowledge_metrics(
         "lost_eligible": known & implicit & eligible & wrong,
         "drifted": known & implicit & eligible & _flag(paired, "drift_at1"),
     }
-    turn_counts = np.column_stack([counts[name] for name in _COUNTS]).astype(np.float64)
+    names = _COUNTS
+    metrics = KNOWLEDGE_METRICS
+    if own:
+        knowable = known & ~(_flag(paired, "changed_since_cutoff") & _flag(paired, "after_cutoff"))
+        own_eligible = _flag(paired, "own_drift_eligible")
+        counts |= {
+            "own_turns": counts["turns"],
+            "own_known": knowable,
+            "own_known_implicit": knowable & implicit,
+            "own_lost": knowable & implicit & wrong,
+            "own_known_eligible": knowable & implicit & own_eligible,
+            "own_lost_eligible": knowable & implicit & own_eligible & wrong,
+            "own_drifted": knowable & implicit & own_eligible & _flag(paired, "own_drift_at1"),
+        }
+        names = _COUNTS + _OWN_COUNTS
+        metrics = KNOWLEDGE_METRICS | OWN_KNOWLEDGE
+    turn_counts = np.column_stack([counts[name] for name in names]).astype(np.float64)
     chain_ids = paired.column("chain_id").to_pylist()
     chains, chain_of_turn = np.unique(np.array(chain_ids, dtype=object), return_inverse=True)
-    sums = np.zeros((len(chains), len(_COUNTS)))
+    sums = np.zeros((len(chains), len(names)))
     np.add.at(sums, chain_of_turn, turn_counts)
     family_of_chain = dict(zip(chain_ids, paired.column("family").to_pylist(), strict=True))
     families = np.array([family_of_chain[c] for c in chains], dtype=object)
@@ -113,21 +144,30 @@ def knowledge_metrics(
         (f"family={family}", families == family) for family in sorted(set(families))
     ]
     for label, mask in strata:
-        rows += _stratum_rows(label, sums[mask], bootstrap, seed, 1.0 - confidence, left_out)
+        rows += _stratum_rows(
+            label, sums[mask], bootstrap, seed, 1.0 - confidence, left_out, names, metrics
+        )
     return pa.Table.from_pylist(rows, schema=KNOWLEDGE_SCHEMA)
 
 
 def _stratum_rows(
-    label: str, sums: np.ndarray, bootstrap: int, seed: int, alpha: float, left_out: int
+    label: str,
+    sums: np.ndarray,
+    bootstrap: int,
+    seed: int,
+    alpha: float,
+    left_out: int,
+    names: tuple[str, ...],
+    metrics: dict[str, tuple[str, str]],
 ) -> Iterable[dict]:
-    column = {name: index for index, name in enumerate(_COUNTS)}
+    column = {name: index for index, name in enumerate(names)}
     totals = sums.sum(axis=0)
     resampled = (
         _resampled_sums(sums, bootstrap, _rng(seed, f"knowledge:{label}"))
         if bootstrap and len(sums)
         else None
     )
-    for metric, (numerator, denominator) in KNOWLEDGE_METRICS.items():
+    for metric, (numerator, denominator) in metrics.items():
         den = totals[column[denominator]]
         if den <= 0:
             continue
@@ -172,12 +212,18 @@ REFERENCE_EXPLICIT_ACC = {"oracle": 1.0, "scope_blind": 1.0}
 """Acc@1 the reference systems must score under explicit scope."""
 
 
-def reference_knowledge_problems(backend: str, knowledge: pa.Table) -> list[str]:
-    """Where a reference system's knowledge metrics break ``REFERENCE_KNOWLEDGE``; a metric
-    without denominator (no such turn) is not a problem."""
+def reference_knowledge_problems(
+    backend: str, knowledge: pa.Table, ruled: Callable[[str], str] = str
+) -> list[str]:
+    """Where a reference system's knowledge metrics break ``REFERENCE_KNOWLEDGE``, each rule
+    read on the metric ``ruled`` names (its own-present twin, for a system with a knowledge
+    cutoff); a metric without denominator (no such turn) is not a problem."""
     values = overall_values(knowledge)
     return [
         f"{metric} = {values[metric]}, not {expected}"
-        for metric, expected in REFERENCE_KNOWLEDGE.get(backend, {}).items()
+        for metric, expected in (
+            (ruled(name), expected)
+            for name, expected in REFERENCE_KNOWLEDGE.get(backend, {}).items()
+        )
         if metric in values and values[metric] != expected
     ]

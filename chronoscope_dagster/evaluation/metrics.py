@@ -26,6 +26,16 @@ One input row is one scored (chain, turn). The metric names are the reference ev
   2PR/(P+R) from P and R, in that order of float operations, so it prints as the reference's
   to its 6 decimals (the denominator column and the intervals stay pred + gold's).
 
+Against the model's own present (``own_present``): where the scored turns hold the columns of a
+model with a knowledge cutoff, the metrics that depend on the present are also computed against
+the model's present, under the dump's metric name prefixed ``own_`` (``OWN_METRICS``:
+``own_scope_acc_at1`` over ``own_scope_dependent`` turns, ``own_present_available_rate``,
+``own_drift_rate_given_present_at1``/``_atk`` over ``own_drift_eligible`` turns,
+``own_drift_rate_given_error_at1``), with the count ``n_turns_without_own_present`` (turns with
+no value at the model's present: never own-drift-eligible), and one more stratum,
+``changed_since_cutoff``: the turns whose values today differ from those at the cutoff (turn
+metrics only, as a follow-up position). The dump's metrics keep their names and values.
+
 A ratio whose denominator is zero is not a measurement: its row is left out, never written as 0
 or null, so ``value`` is never null. ``n_chains`` and ``n_turns`` are also metric rows (counts,
 no CI, null ``denominator``); the ``n_turns``/``n_chains`` columns of every row give the size of
@@ -78,8 +88,30 @@ REFERENCE_METRICS = (
     "drift_rate_given_error_at1",
 )
 """The reference evaluator's metrics (spec 4.9), in its order."""
-METRICS = (*COUNT_METRICS, SCOPE_METRIC, *REFERENCE_METRICS[len(COUNT_METRICS) :])
-"""Every metric this module writes, in the order of its rows: the headline first."""
+OWN_PREFIX = "own_"
+OWN_COUNT_METRIC = "n_turns_without_own_present"
+OWN_METRICS = (
+    OWN_COUNT_METRIC,
+    *(
+        OWN_PREFIX + metric
+        for metric in (
+            SCOPE_METRIC,
+            "present_available_rate",
+            "drift_rate_given_present_at1",
+            "drift_rate_given_present_atk",
+            "drift_rate_given_error_at1",
+        )
+    ),
+)
+"""The metrics against the model's own present (models with a knowledge cutoff only)."""
+METRICS = (*COUNT_METRICS, SCOPE_METRIC, *REFERENCE_METRICS[len(COUNT_METRICS) :], *OWN_METRICS)
+"""Every metric this module writes, in the order of its rows: the headline first, the
+metrics against the model's own present last."""
+COUNTS = frozenset({*COUNT_METRICS, OWN_COUNT_METRIC})
+"""The metrics that are counts (no interval, no denominator)."""
+CHANGED_SINCE_CUTOFF = "changed_since_cutoff"
+SUBSETS = (CHANGED_SINCE_CUTOFF,)
+"""Strata that are a subset of the turns, not a level of a dimension."""
 CHAIN_METRICS = frozenset(
     {"strict_chain_acc_at1", "avg_chain_turn_acc_at1", "final_turn_acc_at1", "final_turn_acc_atk"}
 )
@@ -121,6 +153,15 @@ _BOOL_COLUMNS = (
     "error",
 )
 SCORED_COLUMNS = _STRING_COLUMNS + _INT_COLUMNS + _BOOL_COLUMNS
+OWN_SCORED_COLUMNS = (
+    "own_drift_at1",
+    "own_drift_atk",
+    "own_drift_eligible",
+    "own_present_available",
+    "own_scope_dependent",
+    "changed_since_cutoff",
+)
+"""The boolean columns of scored turns judged against a model's own present too."""
 
 _SUMMED = (
     "nt",
@@ -142,6 +183,15 @@ _SUMMED = (
     "scope",
     "scope_ok1",
 )
+_OWN_SUMMED = (
+    "own_present",
+    "own_eligible",
+    "own_drift1",
+    "own_driftk",
+    "own_scope",
+    "own_scope_ok1",
+    "no_own_present",
+)
 _CHUNK_CELLS = 1 << 22
 
 
@@ -154,6 +204,10 @@ class _Turns:
     followup_pos: np.ndarray
     summed: np.ndarray
     reference: bool
+    names: tuple[str, ...] = _SUMMED
+    """The columns of ``summed``."""
+    changed: np.ndarray | None = None
+    """Per turn, whether its values changed since the model's cutoff; None without one."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +218,11 @@ class _Stratum:
     turn_groups: tuple[int, ...]
     chain_level: bool
     reference: bool
+
+    @property
+    def own(self) -> bool:
+        """Whether its turns are judged against a model's own present too."""
+        return "own_present" in self.columns
 
     @property
     def n_chains(self) -> int:
@@ -242,7 +301,14 @@ def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
     within a chain; turn_index outside [0, chain_length); is_final != (turn_index ==
     chain_length - 1); followup_pos < 1; negative counts or tp above pred or gold; drift on a
     turn that is not drift-eligible (in reference mode: without a present-day value) or that is
-    correct; a drift-eligible turn without a present-day value; correct@1 without correct@k."""
+    correct; a drift-eligible turn without a present-day value; correct@1 without correct@k;
+    the same of the drift against the model's own present where the table has its columns
+    (all of ``OWN_SCORED_COLUMNS``, or none)."""
+    own_found = [name for name in OWN_SCORED_COLUMNS if name in table.column_names]
+    own = bool(own_found)
+    if own and len(own_found) < len(OWN_SCORED_COLUMNS):
+        missing = [name for name in OWN_SCORED_COLUMNS if name not in own_found]
+        raise ValueError(f"scored turns: missing columns {missing}")
     missing = [name for name in SCORED_COLUMNS if name not in table.column_names]
     if missing:
         raise ValueError(f"scored turns: missing columns {missing}")
@@ -258,7 +324,7 @@ def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
             raise ValueError(f"scored turns: column {name!r} must be an integer, got {array.type}")
         ints[name] = array.to_numpy(zero_copy_only=False).astype(np.int64)
     flags: dict[str, np.ndarray] = {}
-    for name in _BOOL_COLUMNS:
+    for name in _BOOL_COLUMNS + (OWN_SCORED_COLUMNS if own else ()):
         array = _column(table, name)
         if not pa.types.is_boolean(array.type):
             raise ValueError(f"scored turns: column {name!r} must be boolean, got {array.type}")
@@ -323,7 +389,11 @@ def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
         "scope": flags["scope_dependent"],
         "scope_ok1": flags["scope_dependent"] & ok1,
     }
-    summed = np.column_stack([quantities[name].astype(np.float64) for name in _SUMMED])
+    names = _SUMMED
+    if own:
+        quantities.update(_own_quantities(flags, ok, ok1, okk, chain_ids, reference=reference))
+        names = _SUMMED + _OWN_SUMMED
+    summed = np.column_stack([quantities[name].astype(np.float64) for name in names])
     return _Turns(
         chain=chain,
         family=family,
@@ -332,7 +402,42 @@ def _load(table: pa.Table, *, reference: bool = False) -> _Turns:
         followup_pos=pos,
         summed=summed,
         reference=reference,
+        names=names,
+        changed=flags["changed_since_cutoff"] if own else None,
     )
+
+
+def _own_quantities(
+    flags: Mapping[str, np.ndarray],
+    ok: np.ndarray,
+    ok1: np.ndarray,
+    okk: np.ndarray,
+    chain_ids: pa.Array,
+    *,
+    reference: bool,
+) -> dict[str, np.ndarray]:
+    """The per-turn quantities against the model's own present, validated as the dump's."""
+    drift1, driftk = flags["own_drift_at1"] & ok, flags["own_drift_atk"] & ok
+    eligible, present = flags["own_drift_eligible"], flags["own_present_available"]
+    if reference:
+        _fail_where((drift1 | driftk) & ~present, chain_ids, "drift without an own present value")
+    else:
+        _fail_where(
+            (drift1 | driftk) & ~eligible, chain_ids, "drift without being own-drift-eligible"
+        )
+    _fail_where(
+        (drift1 & ok1) | (driftk & okk), chain_ids, "are both correct and drifted (own present)"
+    )
+    _fail_where(eligible & ~present, chain_ids, "are own-drift-eligible without an own value")
+    return {
+        "own_present": present,
+        "own_eligible": eligible,
+        "own_drift1": drift1,
+        "own_driftk": driftk,
+        "own_scope": flags["own_scope_dependent"],
+        "own_scope_ok1": flags["own_scope_dependent"] & ok1,
+        "no_own_present": ~present,
+    }
 
 
 def _strata(turns: _Turns) -> Iterable[_Stratum]:
@@ -345,6 +450,8 @@ def _strata(turns: _Turns) -> Iterable[_Stratum]:
         yield _stratum(f"length={length}", turns, turns.length == length, chain_level=True)
     for pos in np.unique(turns.followup_pos):
         yield _stratum(f"followup_pos={pos}", turns, turns.followup_pos == pos, chain_level=False)
+    if turns.changed is not None and turns.changed.any():
+        yield _stratum(CHANGED_SINCE_CUTOFF, turns, turns.changed, chain_level=False)
 
 
 def _stratum(label: str, turns: _Turns, mask: np.ndarray, *, chain_level: bool) -> _Stratum:
@@ -360,7 +467,7 @@ def _stratum(label: str, turns: _Turns, mask: np.ndarray, *, chain_level: bool) 
             for j in range(values.shape[1])
         ]
     )
-    columns = {name: j for j, name in enumerate(_SUMMED)}
+    columns = {name: j for j, name in enumerate(turns.names)}
     extra: list[np.ndarray] = []
     groups: tuple[int, ...] = ()
     if chain_level:
@@ -415,6 +522,13 @@ def _ratios(stratum: _Stratum, s: np.ndarray) -> dict[str, _Ratio]:
     out["drift_rate_given_present_at1"] = (col("drift1"), drift_turns)
     out["drift_rate_given_present_atk"] = (col("driftk"), drift_turns)
     out["drift_rate_given_error_at1"] = (col("drift1"), nt - col("ok1"))
+    if stratum.own:
+        own_drift_turns = col("own_present") if stratum.reference else col("own_eligible")
+        out["own_scope_acc_at1"] = (col("own_scope_ok1"), col("own_scope"))
+        out["own_present_available_rate"] = (col("own_present"), nt)
+        out["own_drift_rate_given_present_at1"] = (col("own_drift1"), own_drift_turns)
+        out["own_drift_rate_given_present_atk"] = (col("own_driftk"), own_drift_turns)
+        out["own_drift_rate_given_error_at1"] = (col("own_drift1"), nt - col("ok1"))
     return out
 
 
@@ -482,6 +596,10 @@ def _emit(
         if metric == "n_turns":
             add(metric, float(n_turns), None, None, None)
             continue
+        if metric == OWN_COUNT_METRIC:
+            if stratum.own:
+                add(metric, float(totals[0, stratum.columns["no_own_present"]]), None, None, None)
+            continue
         if metric not in point:
             continue
         numerator, denominator = point[metric]
@@ -506,8 +624,9 @@ def _emit(
 
 
 def split_stratum(stratum: str) -> tuple[str, str | None]:
-    if stratum == OVERALL:
-        return OVERALL, None
+    """(dimension, level) of a stratum; (itself, None) for ``overall`` and the ``SUBSETS``."""
+    if stratum == OVERALL or stratum in SUBSETS:
+        return stratum, None
     dimension, sep, level = stratum.partition("=")
     if not sep or dimension not in DIMENSIONS or not level:
         raise ValueError(f"malformed stratum {stratum!r}")

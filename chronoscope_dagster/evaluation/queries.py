@@ -17,6 +17,10 @@ from chronoscope_dagster.evaluation.comparison import (
 )
 from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_SCHEMA, knowledge_metrics
 from chronoscope_dagster.evaluation.metrics import compute_metrics
+from chronoscope_dagster.evaluation.own_present import (
+    score_against_presents,
+    without_own_present,
+)
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
 from chronoscope_dagster.evaluation.scoring import score_turns
 from chronoscope_dagster.llm.blind import VIEW_COLUMNS
@@ -44,12 +48,25 @@ def sample_turns_sql(turns: str, sample: str, setting: Setting) -> str:
 
 
 def scored_turns_sql(
-    predictions: str, turns: str, first_scored_turn: int, variant: str | None = None
+    predictions: str,
+    turns: str,
+    first_scored_turn: int,
+    variant: str | None = None,
+    own_present: str | None = None,
 ) -> str:
     """Scored predictions of the SQL ``predictions`` (of one ``variant`` if it has several)
-    beside their turns of ``turns``, in the columns matching and metrics read."""
+    beside their turns of ``turns``, in the columns matching and metrics read; with
+    ``own_present`` (the SQL of the turns against the model's own present,
+    ``own_present.OWN_PRESENT_SCHEMA``), its columns too."""
     first = int(first_scored_turn)
     of_variant = "" if variant is None else f"AND p.variant = {sql_string(variant)}"
+    own_columns = own_join = ""
+    if own_present is not None:
+        own_columns = """,
+               o.own_present_labels, o.own_drift_eligible, o.own_scope_dependent,
+               o.changed_since_cutoff, o.after_cutoff,
+               len(o.own_present_labels) > 0 AS own_present_available"""
+        own_join = f"LEFT JOIN {own_present} o USING (chain_id, turn_index)"
     return f"""
         SELECT p.chain_id, t.family, t.chain_length, p.turn_index,
                p.turn_index - {first} + 1 AS followup_pos,
@@ -58,9 +75,10 @@ def scored_turns_sql(
                t.present_labels, t.drift_eligible, t.answer_kind, t.rival_labels, t.is_explicit,
                t.scope_dependent,
                len(t.present_labels) > 0 AS present_available,
-               p.error IS NOT NULL AS error
+               p.error IS NOT NULL AS error{own_columns}
         FROM {predictions} p
         JOIN {turns} t USING (chain_id, turn_index)
+        {own_join}
         WHERE p.scored {of_variant}
         ORDER BY p.chain_id, p.turn_index"""
 
@@ -78,7 +96,7 @@ def metrics_of(
     """The long metrics table of one (model, setting) (of one ``variant``) from its scored turns
     (the rows of ``scored_turns_sql``) matched in ``match_mode``, with its partition keys as
     columns; the number of scored turns behind it, and how many of them hedged at top-1."""
-    scored = score_turns(scored_turns, match_mode)
+    scored = score_against_presents(scored_turns, match_mode)
     table = compute_metrics(scored, bootstrap=bootstrap, seed=seed, mode=match_mode)
     keys = {"model": model, "setting": setting, **({} if variant is None else {"variant": variant})}
     hedged = pc.sum(scored["hedged_at1"]).as_py() or 0
@@ -102,8 +120,8 @@ def knowledge_of(
         return None
     mode = found[setting]
     table = knowledge_metrics(
-        score_turns(scored_turns(model, setting), mode),
-        score_turns(scored_turns(model, Setting.EXPLICIT_SCOPE), mode),
+        score_against_presents(scored_turns(model, setting), mode),
+        score_against_presents(scored_turns(model, Setting.EXPLICIT_SCOPE), mode),
         bootstrap=bootstrap,
         seed=seed,
     )
@@ -148,7 +166,8 @@ def model_comparisons(
     twins: Mapping[str, str] | None = None,
 ) -> tuple[pa.Table, list[str]]:
     """Every model of ``order`` against its first, and every mitigated model against its
-    plain twin (``twins``, see ``comparison_pairs``), in each setting both have metrics of
+    plain twin (``twins``, see ``comparison_pairs``), against the dump's present, in each
+    setting both have metrics of
     (``modes``: the match mode of the metrics of each (model, setting)), and the pairs left
     uncompared because their metrics used different match modes."""
     pairs = comparison_pairs(order, twins or {})
@@ -166,7 +185,8 @@ def model_comparisons(
                 continue
             for name in (model, baseline):
                 if name not in scored:
-                    scored[name] = score_turns(scored_turns(name, setting), mode)
+                    turns = without_own_present(scored_turns(name, setting))
+                    scored[name] = score_turns(turns, mode)
             table = compare_models(
                 scored[model], scored[baseline], bootstrap=bootstrap, seed=seed, mode=mode
             )

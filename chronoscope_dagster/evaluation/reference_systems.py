@@ -10,11 +10,18 @@ the oracle scores 1 and ``present_day`` and ``scope_blind`` 0 wherever it exists
 scope-dependent turn is implicit and its gold is neither today's value nor "I don't know",
 which is all they answer to an implicit turn. A benchmark on which one of them misses its score
 measures something other than what it claims, so the pipeline gates on these rules.
+
+A reference system with a knowledge cutoff answers from its own present (``own_present``), so
+the rules whose figure depends on the present (``PRESENT_DEPENDENT``) hold it to its own
+present: ``present_day`` is wrong and drifts on every turn eligible against its own present,
+and scores 0 on ``own_scope_acc_at1``; against the dump's present it is merely wrong where the
+two presents differ.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,9 +32,9 @@ from chronoscope_dagster.evaluation.knowledge import (
     knowledge_metrics,
     reference_knowledge_problems,
 )
-from chronoscope_dagster.evaluation.metrics import OVERALL, SCOPE_METRIC
+from chronoscope_dagster.evaluation.metrics import OVERALL, OWN_PREFIX, SCOPE_METRIC
+from chronoscope_dagster.evaluation.own_present import has_own_present, score_against_presents
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, Setting
-from chronoscope_dagster.evaluation.scoring import score_turns
 
 REFERENCE_BACKENDS = ("oracle", "present_day", "copy_previous", "scope_blind")
 PERFECT_FOR_THE_ORACLE = (
@@ -40,9 +47,25 @@ PERFECT_FOR_THE_ORACLE = (
     "token_f1_micro_top1",
     "char3_f1_micro_top1",
 )
-ZERO_FOR_THE_ORACLE = ("drift_rate_given_present_at1", "drift_rate_given_present_atk")
+ZERO_FOR_THE_ORACLE = (
+    "drift_rate_given_present_at1",
+    "drift_rate_given_present_atk",
+    OWN_PREFIX + "drift_rate_given_present_at1",
+    OWN_PREFIX + "drift_rate_given_present_atk",
+)
 REFERENCE_SCOPE_ACC = {"oracle": 1.0, "present_day": 0.0, "scope_blind": 0.0}
 """``scope_acc_at1`` each reference system scores in every stratum where it exists."""
+PRESENT_DEPENDENT = frozenset(
+    {SCOPE_METRIC, "drift_given_known_at1", "scope_loss_rate_eligible_at1"}
+)
+"""The rules' metrics that a system with a knowledge cutoff is held to against its own present
+(under the name prefixed ``own_``)."""
+
+
+def ruled_metric(metric: str, own_present: bool) -> str:
+    """The metric a rule on ``metric`` reads: its own-present twin for a system with a
+    knowledge cutoff where the figure depends on the present."""
+    return OWN_PREFIX + metric if own_present and metric in PRESENT_DEPENDENT else metric
 
 
 def expected_scope_acc(backend: str, setting: Setting) -> float | None:
@@ -54,18 +77,22 @@ def expected_scope_acc(backend: str, setting: Setting) -> float | None:
     return REFERENCE_SCOPE_ACC.get(backend)
 
 
-def scope_acc_problems(backend: str, setting: Setting, metrics: pa.Table) -> list[str]:
+def scope_acc_problems(
+    backend: str, setting: Setting, metrics: pa.Table, *, own_present: bool = False
+) -> list[str]:
     """Every ``scope_acc_at1`` row of ``metrics`` (a metrics table of ``backend`` in
-    ``setting``, of one variant or several) that is not ``expected_scope_acc``. A stratum
+    ``setting``, of one variant or several) that is not ``expected_scope_acc``; of a system
+    with a knowledge cutoff (``own_present``), every ``own_scope_acc_at1`` row. A stratum
     without scope-dependent turns has no row and is no problem."""
     expected = expected_scope_acc(backend, setting)
     if expected is None:
         return []
+    metric = ruled_metric(SCOPE_METRIC, own_present)
     return [
-        f"{row.get('variant') or ''} {row['stratum']} {SCOPE_METRIC} = {row['value']}, not "
+        f"{row.get('variant') or ''} {row['stratum']} {metric} = {row['value']}, not "
         f"{expected} (n={row['denominator']})".strip()
         for row in metrics.to_pylist()
-        if row["metric"] == SCOPE_METRIC and row["value"] != expected
+        if row["metric"] == metric and row["value"] != expected
     ]
 
 
@@ -107,14 +134,14 @@ def _knowledge_problems(
         if len(found) > 1:
             continue
         (mode,) = found
+        in_setting = score_against_presents(scored_turns(model, paired), mode)
         knowledge = knowledge_metrics(
-            score_turns(scored_turns(model, paired), mode),
-            score_turns(scored_turns(model, explicit), mode),
-            bootstrap=0,
+            in_setting, score_against_presents(scored_turns(model, explicit), mode), bootstrap=0
         )
+        rename = partial(ruled_metric, own_present=has_own_present(in_setting))
         problems += [
             f"{backend} {model}/{paired} against {explicit}: {problem}"
-            for problem in reference_knowledge_problems(backend, knowledge)
+            for problem in reference_knowledge_problems(backend, knowledge, rename)
         ]
     return problems
 
@@ -139,9 +166,10 @@ def reference_problems(
     sample's predictions, which have no variants."""
     if backend not in REFERENCE_BACKENDS:
         return None
+    own_present = any(has_own_present(scored_turns(model, setting, v)) for v in variants)
     problems = [
         f"{backend} {model}/{setting} {problem}"
-        for problem in scope_acc_problems(backend, setting, metrics)
+        for problem in scope_acc_problems(backend, setting, metrics, own_present=own_present)
     ]
     if variants == (None,) and backend in REFERENCE_KNOWLEDGE:
         problems += _knowledge_problems(backend, model, setting, modes, scored_turns)
@@ -168,23 +196,39 @@ def reference_problems(
                     f"{row['stratum']} {row['metric']} = {row['value']}, not {expected}"
                 )
     elif backend == "present_day":
-        mode = modes[(model, setting)]
-        for variant in variants:
-            turns = score_turns(scored_turns(model, setting, variant), mode)
-            turns = turns.filter(pc.field("drift_eligible"))
-            right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
-            drifted = pc.sum(pc.cast(turns["drift_at1"], pa.int64())).as_py() or 0
-            if right or drifted < turns.num_rows:
-                problems.append(
-                    f"present_day {model}/{setting} {variant or ''}: of "
-                    f"{turns.num_rows} drift-eligible turns, {right} are right and "
-                    f"{turns.num_rows - drifted} do not drift"
-                )
+        problems += _present_day_problems(model, setting, variants, modes, scored_turns)
     elif backend == "copy_previous":
         n, wrong = copy_previous()
         if wrong:
             problems.append(
                 f"copy_previous {model}/{setting}: {wrong} of {n} scored predictions "
                 "are not the previous answer of the conversation"
+            )
+    return problems
+
+
+def _present_day_problems(
+    model: str,
+    setting: Setting,
+    variants: Sequence[str | None],
+    modes: Mapping[tuple[str, str], str],
+    scored_turns: Callable[..., pa.Table],
+) -> list[str]:
+    """``present_day`` is wrong and drifts on every drift-eligible turn: against its own
+    present where it has a knowledge cutoff, else against the dump's."""
+    mode = modes[(model, setting)]
+    problems = []
+    for variant in variants:
+        turns = score_against_presents(scored_turns(model, setting, variant), mode)
+        prefix = OWN_PREFIX if has_own_present(turns) else ""
+        turns = turns.filter(pc.field(f"{prefix}drift_eligible"))
+        right = pc.sum(pc.cast(turns["correct_at1"], pa.int64())).as_py() or 0
+        drifted = pc.sum(pc.cast(turns[f"{prefix}drift_at1"], pa.int64())).as_py() or 0
+        if right or drifted < turns.num_rows:
+            against = "its own present" if prefix else "the dump's present"
+            problems.append(
+                f"present_day {model}/{setting} {variant or ''}: of {turns.num_rows} turns "
+                f"drift-eligible against {against}, {right} are right and "
+                f"{turns.num_rows - drifted} do not drift"
             )
     return problems

@@ -17,7 +17,11 @@ import pyarrow as pa
 from markdown_it import MarkdownIt
 
 from chronoscope_dagster.evaluation.knowledge import KNOWLEDGE_LABELS
-from chronoscope_dagster.evaluation.metrics import SCOPE_METRIC
+from chronoscope_dagster.evaluation.metrics import (
+    CHANGED_SINCE_CUTOFF,
+    OWN_COUNT_METRIC,
+    SCOPE_METRIC,
+)
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS
 from chronoscope_dagster.markdown import markdown_table
 
@@ -515,6 +519,90 @@ MATCHING_TEXT = (
 )
 
 
+TWO_PRESENTS_TEXT = (
+    "Drift to the present day is measured against the dump's present: the values at "
+    "{anchor} in the {year} snapshot, the latest the dump knows. A model whose knowledge ends "
+    "earlier (its registry entry's `knowledge_cutoff`) cannot drift to a value it never saw: "
+    "its own present is the latest day anchor on or before its cutoff, in the snapshot of that "
+    "year (what Wikidata knew on 31 December of it); a cutoff after the latest snapshot "
+    "is the dump's present. For such a model drift and Scope Acc@1 are computed against both "
+    "presents: against its own, a turn is drift-eligible where a value at its present exists "
+    "and is not a correct answer, answering that value is drift, and a scope-dependent turn is "
+    "one whose gold is not that value; against the dump's, as for every model. The turns "
+    "changed since the cutoff are those whose values today differ from those at the model's "
+    "present: what it could not know (the explicit-scope control does not count them as known "
+    "when their scope begins after the cutoff). A `present_day` entry with a cutoff answers "
+    "its own present: it drifts on every turn eligible against its own present, and against "
+    "the dump's it is merely wrong where the two presents differ. Each figure is followed by "
+    "its n; the changed and no-value counts are of scored turns."
+)
+"""The report's paragraph on the two presents."""
+
+
+def two_presents_markdown(
+    metrics: pa.Table, presents: dict[str, dict], dump_present: dict[str, object]
+) -> str:
+    """The paragraph and table of the two presents: per model with a knowledge cutoff
+    (``presents``: its present, ``ModelPresent.describe``) and setting, Drift@1 and Scope Acc@1
+    against its own present and against the dump's (``dump_present``: the ``present_day``
+    report), the scored turns changed since the cutoff and those without a value at its
+    present."""
+    frame = _frame(metrics)
+    rows = []
+    for model in sorted(presents):
+        present = presents[model]
+        part = frame[frame["model"] == model]
+        for setting in _settings(part):
+            found = {
+                (row["stratum"], row["metric"]): row
+                for _, row in part[part["setting"] == setting].iterrows()
+            }
+            rows.append(
+                [
+                    model,
+                    present["knowledge_cutoff"],
+                    f"{present['anchor']} ({present['snapshot_year']} snapshot)",
+                    SETTING_LABELS.get(setting, setting),
+                    *(
+                        _cell(found.get(("overall", metric)))
+                        for metric in (
+                            "own_drift_rate_given_present_at1",
+                            "drift_rate_given_present_at1",
+                            "own_scope_acc_at1",
+                            SCOPE_METRIC,
+                        )
+                    ),
+                    *(
+                        str(int(row["value"])) if (row := found.get(key)) is not None else "0"
+                        for key in (
+                            (CHANGED_SINCE_CUTOFF, "n_turns"),
+                            ("overall", OWN_COUNT_METRIC),
+                        )
+                    ),
+                ]
+            )
+    text = TWO_PRESENTS_TEXT.format(
+        anchor=dump_present.get("anchor", "the latest day anchor"),
+        year=dump_present.get("snapshot_year", "latest"),
+    )
+    table = markdown_table(
+        [
+            "model",
+            "knowledge cutoff",
+            "its present",
+            "setting",
+            "Drift@1, own present",
+            "Drift@1, dump's present",
+            "Scope Acc@1, own present",
+            "Scope Acc@1, dump's present",
+            "changed since cutoff",
+            "no value at its present",
+        ],
+        rows,
+    )
+    return f"{text}\n\n{table}"
+
+
 def render_markdown(
     metrics: pa.Table,
     plots: Sequence[Path],
@@ -522,7 +610,12 @@ def render_markdown(
     paraphrase_metrics: pa.Table | None = None,
     comparisons: pa.Table | None = None,
     knowledge: pa.Table | None = None,
+    *,
+    presents: dict[str, dict] | None = None,
+    dump_present: dict[str, object] | None = None,
 ) -> str:
+    """The report; with ``presents`` (models with a knowledge cutoff), the two presents
+    (``two_presents_markdown``)."""
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
@@ -544,6 +637,9 @@ def render_markdown(
             "",
             knowledge_markdown(knowledge),
         ]
+    if presents:
+        lines += ["", "## Two presents: the dump's and the model's own", ""]
+        lines += [two_presents_markdown(metrics, presents, dump_present or {})]
     lines += ["", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
     if paraphrase_metrics is not None and paraphrase_metrics.num_rows:
         lines += ["", "## Templated vs paraphrased questions (Table 5)", ""]

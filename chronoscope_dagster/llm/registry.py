@@ -1,8 +1,10 @@
 """The model registry: a YAML file of models, each a partition of the evaluation assets.
 
-An entry names its backend and model and may set decoding parameters, backend options and a
+An entry names its backend and model and may set decoding parameters, backend options, a
 prompting strategy (``prompting``: ``plain``, the default, ``restate_scope`` or
-``rewrite_then_answer``; ``evaluation.strategies`` says what each does); anything unknown or
+``rewrite_then_answer``; ``evaluation.strategies`` says what each does) and a
+``knowledge_cutoff`` (a date: where the model's knowledge ends, so drift is also measured
+against its own present, ``truth.anchors.model_present``); anything unknown or
 invalid is an error that names the entry, the field and the value. Numbers are range-checked
 here, so a value no backend or cache key can carry (a seed beyond 64 bits, an infinite timeout)
 fails when the registry loads, not at every prediction.
@@ -15,16 +17,18 @@ import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, get_args
 
 import pydantic
 import yaml
 
-from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.data import DATA_DIR, SNAPSHOT_YEARS
 from chronoscope_dagster.files import atomic_write, exclusive_lock
 from chronoscope_dagster.llm.base import BackendOptions, ChatBackend, Decoding
 from chronoscope_dagster.llm.embedded import EMBEDDED_MODEL
+from chronoscope_dagster.truth.anchors import default_calendar, model_present
 
 DEFAULT_REGISTRY = DATA_DIR / "models.yaml"
 
@@ -80,6 +84,16 @@ class _Entry(pydantic.BaseModel):
     description: str = ""
     options: dict[str, Any] = pydantic.Field(default_factory=dict)
     prompting: PromptingName = "plain"
+    knowledge_cutoff: date | None = None
+
+    @pydantic.field_validator("knowledge_cutoff", mode="before")
+    @classmethod
+    def _a_date(cls, value: Any) -> Any:
+        """A date (YAML's 2023-12-31, or that text), never a number: pydantic would read 2023
+        as seconds after 1970."""
+        if isinstance(value, bool | int | float):
+            raise ValueError("must be a date (YYYY-MM-DD), not a number")
+        return value
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,8 @@ class ModelSpec:
     prompting: str = "plain"
     """How each turn is asked (``evaluation.strategies``); not part of the backend's identity:
     the strategies' prompts differ, so the cache keys them apart by themselves."""
+    knowledge_cutoff: date | None = None
+    """Where the model's knowledge ends; None: the dump's present is its present."""
 
     def twin_of(self, other: ModelSpec) -> bool:
         """Whether ``other`` is this entry's plain twin: the same backend, model and options
@@ -195,6 +211,12 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
             raise RegistryError(
                 f"{where}: field `{field}`: must fit in 64 bits, got {_shown(value)}"
             )
+    if entry.knowledge_cutoff is not None:
+        calendars = {int(year): default_calendar(int(year)) for year in SNAPSHOT_YEARS}
+        try:
+            model_present(entry.knowledge_cutoff, calendars)
+        except ValueError as error:
+            raise RegistryError(f"{where}: field `knowledge_cutoff`: {error}") from None
     decoding = Decoding(
         max_new_tokens=entry.max_new_tokens,
         temperature=entry.temperature,
@@ -210,6 +232,7 @@ def parse_entry(raw: Any, where: str = "model") -> ModelSpec:
         options=options,
         description=entry.description,
         prompting=entry.prompting,
+        knowledge_cutoff=entry.knowledge_cutoff,
     )
 
 

@@ -9,9 +9,15 @@ from collections.abc import Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from chronoscope_dagster.evaluation.own_present import (
+    OWN_PRESENT_FILE,
+    OWN_PRESENT_SCHEMA,
+    own_present_sql,
+)
 from chronoscope_dagster.evaluation.prompts import Setting
 from chronoscope_dagster.evaluation.queries import sample_turns_sql, scored_turns_sql
 from chronoscope_dagster.evaluation.reference_systems import copy_previous_sql
+from chronoscope_dagster.truth.anchors import ModelPresent
 from chronoscope_dagster.warehouse import Warehouse, parquet_source
 
 COMPARISONS_FILE = "comparisons.parquet"
@@ -32,6 +38,23 @@ def sample_turns(warehouse: Warehouse, setting: Setting) -> pa.Table:
         return connection.sql(sql).to_arrow_table()
 
 
+def own_present_turns(warehouse: Warehouse, present: ModelPresent, setting: Setting) -> pa.Table:
+    """The turns of the home's evaluation sample a model answers under ``setting``, against
+    the model's own ``present`` (``own_present.OWN_PRESENT_SCHEMA``), from the truth and labels
+    of the present's snapshot."""
+    turns = parquet_source(warehouse.data_path("turns"))
+    answered = sample_turns_sql(turns, parquet_source(warehouse.data_path("eval_sample")), setting)
+    year = str(present.snapshot_year)
+    sql = own_present_sql(
+        f"(SELECT t.* FROM {turns} t SEMI JOIN ({answered}) s USING (chain_id, turn_index))",
+        parquet_source(warehouse.data_path("truth", snapshot_year=year)),
+        parquet_source(warehouse.data_path("labels", snapshot_year=year)),
+        present,
+    )
+    with warehouse.connect() as connection:
+        return connection.sql(sql).to_arrow_table().cast(OWN_PRESENT_SCHEMA)
+
+
 def write_predictions(
     warehouse: Warehouse,
     asset: str,
@@ -41,15 +64,32 @@ def write_predictions(
     identity: Mapping[str, object],
     model: str,
     setting: Setting,
+    own_present: tuple[ModelPresent, pa.Table] | None = None,
 ) -> None:
-    """A predictions partition and the report ``scored_turns`` reads back."""
-    warehouse.write_table(asset, table, model=model, setting=setting.value)
-    warehouse.write_report(
-        asset,
-        {"first_scored_turn": first_scored_turn, "backend": dict(identity)},
-        model=model,
-        setting=setting.value,
-    )
+    """A predictions partition and the report ``scored_turns`` reads back; for a model with a
+    knowledge cutoff, its present and the turns against it (``own_present``: the present and
+    ``own_present_turns``) beside them (``OWN_PRESENT_FILE``)."""
+    keys = {"model": model, "setting": setting.value}
+    report: dict[str, object] = {"first_scored_turn": first_scored_turn, "backend": dict(identity)}
+    if own_present is None:
+        (warehouse.partition_dir(asset, **keys) / OWN_PRESENT_FILE).unlink(missing_ok=True)
+    else:
+        present, turns = own_present
+        report["own_present"] = present.describe()
+        with warehouse.writing(asset, OWN_PRESENT_FILE, **keys) as path:
+            pq.write_table(turns, path, compression="zstd")
+    warehouse.write_table(asset, table, **keys)
+    warehouse.write_report(asset, report, **keys)
+
+
+def model_presents(warehouse: Warehouse, asset: str = "predictions") -> dict[str, dict]:
+    """The present of every model whose partitions of the predictions ``asset`` were answered
+    against one (``ModelPresent.describe``), by model."""
+    return {
+        keys["model"]: found
+        for keys in warehouse.partitions(asset)
+        if (found := warehouse.read_report(asset, **keys).get("own_present")) is not None
+    }
 
 
 def scored_turns(
@@ -60,13 +100,16 @@ def scored_turns(
     variant: str | None = None,
 ) -> pa.Table:
     """The scored predictions of one (model, setting) partition of the predictions ``asset``
-    (of one ``variant`` if it has several) beside their turns: ``scored_turns_sql``'s rows."""
+    (of one ``variant`` if it has several) beside their turns: ``scored_turns_sql``'s rows,
+    against the model's own present too where the partition was answered against one."""
     report = warehouse.read_report(asset, model=model, setting=setting)
+    own = warehouse.partition_dir(asset, model=model, setting=setting) / OWN_PRESENT_FILE
     sql = scored_turns_sql(
         parquet_source(warehouse.data_path(asset, model=model, setting=setting)),
         parquet_source(warehouse.data_path("turns")),
         int(report["first_scored_turn"]),
         variant,
+        parquet_source(own) if own.exists() else None,
     )
     with warehouse.connect() as connection:
         return connection.sql(sql).to_arrow_table()

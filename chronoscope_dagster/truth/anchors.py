@@ -10,6 +10,7 @@ calendar of a snapshot year Y is the paper's quarterly day anchors of Y
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -57,4 +58,58 @@ def anchors_table(anchors: list[Anchor]) -> pa.Table:
             "scope_start": pa.array([a.scope_start for a in anchors], pa.date32()),
             "scope_end": pa.array([a.scope_end for a in anchors], pa.date32()),
         }
+    )
+
+
+@dataclass(frozen=True)
+class ModelPresent:
+    """The present of a model whose knowledge ends at ``knowledge_cutoff``: the truth at
+    ``anchor`` (a day anchor) of the snapshot ``snapshot_year``. ``is_dump_present``: it is the
+    dump's present (the latest day anchor of the latest snapshot)."""
+
+    knowledge_cutoff: date
+    snapshot_year: int
+    anchor: Anchor
+    is_dump_present: bool
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "knowledge_cutoff": self.knowledge_cutoff.isoformat(),
+            "snapshot_year": self.snapshot_year,
+            "anchor": self.anchor.key,
+            "is_dump_present": self.is_dump_present,
+        }
+
+
+def model_present(cutoff: date, calendars: Mapping[int, Sequence[Anchor]]) -> ModelPresent:
+    """The present of a model whose knowledge ends at ``cutoff``, among the snapshots'
+    anchor calendars (``calendars``: each snapshot year's anchors).
+
+    The rule: the model's present is the latest day anchor on or before the cutoff, among
+    every snapshot's day anchors, and its values are that anchor's snapshot's. A snapshot of
+    year Y holds what Wikidata knew on 31 December of Y, and its day anchors lie in Y, so a
+    cutoff within a snapshot's year takes that snapshot's latest day anchor on or before it
+    (2023-12-31: the 2023 snapshot at 2023-10-01); a cutoff after the latest snapshot's year
+    takes the dump's present (the latest day anchor of the latest snapshot), the same numbers
+    as without a cutoff; a cutoff before every anchor (before the earliest snapshot's year) is
+    an error naming the snapshots there are. Without a cutoff a model's present is the dump's.
+    """
+    days = [
+        (anchor.anchor_date, year, anchor)
+        for year, anchors in calendars.items()
+        for anchor in anchors
+        if anchor.scope == "day"
+    ]
+    if not days:
+        raise ValueError("no snapshot has a day anchor")
+    earlier = [day for day in days if day[0] <= cutoff]
+    if not earlier:
+        raise ValueError(
+            f"knowledge cutoff {cutoff.isoformat()} is before every snapshot's first day "
+            f"anchor ({min(days)[2].key}); the snapshots are "
+            f"{', '.join(str(year) for year in sorted(calendars))}"
+        )
+    _, year, anchor = max(earlier)
+    return ModelPresent(
+        cutoff, year, anchor, is_dump_present=(anchor.anchor_date, year, anchor) == max(days)
     )

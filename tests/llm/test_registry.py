@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from chronoscope_dagster.llm.base import Decoding
@@ -14,8 +16,13 @@ from chronoscope_dagster.llm.registry import (
 def test_shipped_registry_has_the_embedded_model_and_the_reference_systems():
     specs = {spec.name: spec for spec in load_registry()}
     assert list(specs) == [
-        "local", "oracle", "present_day", "copy_previous", "scope_blind", "blind"
+        "local", "oracle", "present_day", "present_day_2023", "copy_previous", "scope_blind",
+        "blind",
     ]  # fmt: skip
+    assert specs["present_day_2023"].knowledge_cutoff == date(2023, 12, 31)
+    assert all(
+        spec.knowledge_cutoff is None for spec in specs.values() if spec.name != "present_day_2023"
+    )
     assert specs["local"].backend == "local"
     assert specs["local"].model == "smollm2-135m-instruct"
     assert specs["local"].decoding == Decoding(max_new_tokens=24, temperature=0.0, k=1)
