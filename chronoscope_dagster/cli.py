@@ -208,6 +208,11 @@ def _add_models(commands: argparse._SubParsersAction) -> None:
     add.add_argument("--seed", type=int)
     add.add_argument("--description")
     add.add_argument(
+        "--knowledge-cutoff",
+        metavar="YYYY-MM-DD",
+        help="where the model's knowledge ends: drift is also measured against its own present",
+    )
+    add.add_argument(
         "--option",
         action="append",
         default=[],
@@ -444,12 +449,14 @@ def _models_list(args: argparse.Namespace) -> int:
 
     path = _model_registry(args.models)
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(["name", "backend", "model", "max_new_tokens", "k", "prompting", "options"])
+    writer.writerow(["name", "backend", "model", "max_new_tokens", "k", "prompting", "options",
+                     "knowledge_cutoff"])  # fmt: skip
     for spec in load_registry(registry_path(path or "")):
         options = spec.options.model_dump(exclude_defaults=True)
         writer.writerow(
             [spec.name, spec.backend, spec.model, spec.decoding.max_new_tokens, spec.decoding.k,
-             spec.prompting, " ".join(f"{k}={v}" for k, v in sorted(options.items()))]
+             spec.prompting, " ".join(f"{k}={v}" for k, v in sorted(options.items())),
+             spec.knowledge_cutoff or ""]
         )  # fmt: skip
     return 0
 
@@ -469,7 +476,9 @@ def _models_add(args: argparse.Namespace) -> int:
     entry: dict[str, object] = {"name": args.name, "backend": args.backend}
     if args.model:
         entry["model"] = args.model
-    for key in ("max_new_tokens", "temperature", "top_p", "k", "seed", "description"):
+    for key in (
+        "max_new_tokens", "temperature", "top_p", "k", "seed", "description", "knowledge_cutoff"
+    ):  # fmt: skip
         if getattr(args, key) is not None:
             entry[key] = getattr(args, key)
     options = {}

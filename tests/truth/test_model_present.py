@@ -72,3 +72,17 @@ def test_a_cutoff_is_part_of_an_entrys_identity_and_absent_without_one():
     assert "knowledge_cutoff" not in entry_identity(plain), "entries without one keep versions"
     assert entry_identity(cut)["knowledge_cutoff"] == "2023-12-31"
     assert len({str(entry_identity(s)) for s in (plain, cut, later)}) == 3
+
+
+def test_models_add_takes_a_knowledge_cutoff(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+    from chronoscope_dagster.llm.registry import load_registry
+
+    registry = tmp_path / "models.yaml"
+    add = ["models", "add", "--models", str(registry), "--backend", "present_day"]
+    assert main([*add, "p23", "--knowledge-cutoff", "2023-12-31"]) == 0
+    assert load_registry(registry)[-1].knowledge_cutoff == date(2023, 12, 31)
+    assert main([*add, "p19", "--knowledge-cutoff", "2019-12-31"]) == 2
+    assert "the snapshots are 2022, 2023, 2024, 2025" in capsys.readouterr().err
+    assert main(["models", "list", "--models", str(registry)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(",2023-12-31")
