@@ -165,7 +165,9 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
     run.add_argument(
         "--paraphraser",
         metavar="MODEL",
-        help="registry model that paraphrases the questions (default: the embedded CPU model)",
+        help="registry model that paraphrases the questions with the paper's prompt (default: "
+        "templates, template variants: each question in another phrasing of its template slot, "
+        "no model)",
     )
     run.add_argument(
         "--models",
@@ -336,6 +338,8 @@ def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from chronoscope_dagster.paraphrase.template_variants import uses_templates
+
     if args.threads < 0:
         raise UsageError("--threads must be at least 0 (0: the registry's)")
     dumps = _year_mapping(args.dump, "--dump")
@@ -346,7 +350,8 @@ def _run(args: argparse.Namespace) -> int:
     ):
         if file and not Path(file).expanduser().is_file():
             raise UsageError(f"{option}: no such file: {file}")
-    models = _model_registry(args.models, args.paraphraser)
+    paraphraser = args.paraphraser if not uses_templates(args.paraphraser or "") else None
+    models = _model_registry(args.models, paraphraser)
     for year, source in dumps.items():
         if is_url(source):
             try:

@@ -67,9 +67,9 @@ def test_views_reflect_the_snapshots(sample_home):
 
 
 def test_rematerializing_gives_identical_files(sample_home, tmp_path):
-    """A second home built from scratch holds the same bytes. It starts with the first home's
-    response cache, so the embedded paraphraser is not asked again: its own determinism is
-    ``test_local_backend``'s."""
+    """A second home built from scratch holds the same bytes, the paraphrased subset's
+    template variants included. It starts with the first home's response cache, so no model
+    is asked again: a model's own determinism is ``test_local_backend``'s."""
     home, _ = sample_home
     shutil.copytree(home / "cache", tmp_path / "cache")
     run_selection(

@@ -42,6 +42,7 @@ from chronoscope_dagster.model_runs import (
     answered_metadata,
     headline_metadata,
 )
+from chronoscope_dagster.paraphrase.template_variants import TEMPLATES_PARAPHRASER
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import AnchorCalendar, ModelRegistry
 from chronoscope_dagster.resources.warehouse import refresh_views
@@ -289,11 +290,13 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
         "match mode": ", ".join(sorted(modes)),
         "evaluation sample": f"{sample['chains']} chains ({sample['self']} self-conditioned)",
     }
+    paraphraser = None
     if warehouse.has("paraphrased_subset"):
         kept = warehouse.read_report("paraphrased_subset")
+        paraphraser = kept["paraphraser"]
+        by = "template variants" if paraphraser == TEMPLATES_PARAPHRASER else paraphraser
         provenance["paraphrased subset"] = (
-            f"{kept['kept_chains']} of {kept['chains']} chains kept "
-            f"(paraphraser {kept['paraphraser']})"
+            f"{kept['kept_chains']} of {kept['chains']} chains kept (paraphraser {by})"
         )
     comparisons_path = warehouse.partition_dir("leaderboard") / COMPARISONS_FILE
     comparisons = pq.read_table(comparisons_path) if comparisons_path.exists() else None
@@ -312,6 +315,7 @@ def report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
         knowledge,
         presents=presents,
         dump_present=dump_present,
+        paraphraser=paraphraser,
     )
     (staging / "report.md").write_text(markdown, encoding="utf-8")
     (staging / "report.html").write_text(render_html(markdown), encoding="utf-8")

@@ -1,6 +1,7 @@
 """The paraphrased subset (the paper's section 5 and Table 5): questions of a stratified part
-of the evaluation sample rewritten by a registry model and kept where the answer-equivalence
-filter passes, then every model evaluated on the kept chains as templated and as paraphrased."""
+of the evaluation sample rewritten (by default as template variants, or by a registry model)
+and kept where the answer-equivalence filter passes, then every model evaluated on the kept
+chains as templated and as paraphrased."""
 
 import time
 from collections import Counter
@@ -35,6 +36,11 @@ from chronoscope_dagster.paraphrase.tables import (
     paraphrases_table,
     turns_for_paraphrase,
 )
+from chronoscope_dagster.paraphrase.template_variants import (
+    TEMPLATES_PARAPHRASER,
+    template_paraphrase_turns,
+    uses_templates,
+)
 from chronoscope_dagster.partitions import model_setting_partitions
 from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
 from chronoscope_dagster.resources.settings import FULL_SUBSET_CHAINS, SAMPLE_SUBSET_CHAINS
@@ -52,7 +58,11 @@ class ParaphraseConfig(dg.Config):
         "temperature 0.7 if the model decodes greedily).",
     )
     max_new_tokens: int = Field(default=PARAPHRASE_MAX_NEW_TOKENS, ge=8)
-    seed: int = Field(default=42, description="Seed of the stratified choice of chains.")
+    seed: int = Field(
+        default=42,
+        description="Seed of the stratified choice of chains and of the template variants' "
+        "choice of phrasings.",
+    )
     chunk_size: int = Field(default=64, ge=1)
 
 
@@ -61,10 +71,12 @@ class ParaphraseConfig(dg.Config):
     group_name="paraphrase",
     kinds={"python", "parquet"},
     pool="model_calls",
-    description="Every question of a stratified part of the evaluation sample rewritten by a "
-    "registry model with the paper's prompt (App. B), retried with new seeds while the "
-    "answer-equivalence filter rejects it: one row per turn with its status and reasons; a "
-    "chain is kept only if all its turns pass. Calls go through the response cache.",
+    description="Every question of a stratified part of the evaluation sample rewritten, by "
+    "default as a template variant (another phrasing of its template slot, the seed choosing; "
+    "no model), or by the registry model the settings name with the paper's prompt (App. B), "
+    "retried with new seeds while the answer-equivalence filter rejects it: one row per turn "
+    "with its status and reasons; a chain is kept only if all its turns pass. Model calls go "
+    "through the response cache.",
 )
 def paraphrased_subset(
     context: dg.AssetExecutionContext,
@@ -76,7 +88,6 @@ def paraphrased_subset(
     dump_sources: DumpSources,
 ) -> dg.MaterializeResult:
     paraphraser = benchmark_settings.paraphraser
-    spec = models.spec(paraphraser) if paraphraser else models.embedded()
     size = benchmark_settings.paraphrase_chains
     if size is None:
         embedded = all(dump_sources.is_sample(year) for year in SNAPSHOT_YEARS)
@@ -84,24 +95,34 @@ def paraphrased_subset(
     subset = subset_sql(parquet_source(warehouse.data_path("eval_sample")), size, config.seed)
     turns, labels = turns_and_labels(warehouse, subset)
     items = turns_for_paraphrase(turns, entity_names(labels))
-    decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
     chains = len(set(turns.column("chain_id").to_pylist()))
-    context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {spec.name}")
     started = time.perf_counter()
-    with open_chat(spec, warehouse.response_cache_path, config.chunk_size) as chat:
-        results, counts = paraphrase_turns(
-            items,
-            chat,
-            decoding,
-            retries=config.retries,
-            progress=RequestProgress(context.log, f"paraphrasing with {spec.name}", None),
-        )
-    backend = chat.backend
+    if uses_templates(paraphraser):
+        name = TEMPLATES_PARAPHRASER
+        context.log.info(f"template variants of {len(items):,} questions of {chains:,} chains")
+        results, counts = template_paraphrase_turns(items, config.seed)
+        described: dict[str, object] = {"backend": {"backend": TEMPLATES_PARAPHRASER}}
+        usage = {"cache_hits": 0, "backend_calls": 0}
+    else:
+        spec = models.spec(paraphraser)
+        name = spec.name
+        decoding = paraphrase_decoding(spec.decoding, config.max_new_tokens)
+        context.log.info(f"paraphrasing {len(items):,} questions of {chains:,} chains with {name}")
+        with open_chat(spec, warehouse.response_cache_path, config.chunk_size) as chat:
+            results, counts = paraphrase_turns(
+                items,
+                chat,
+                decoding,
+                retries=config.retries,
+                progress=RequestProgress(context.log, f"paraphrasing with {name}", None),
+            )
+        described = {"backend": dict(chat.backend.identity()), "decoding": decoding.as_dict()}
+        usage = {"cache_hits": chat.stats.hits, "backend_calls": chat.usage.calls}
     table = paraphrases_table(results)
     kept = kept_chains(results)
     if not kept:
         context.log.warning(
-            f"no chain kept: every chain has a turn whose paraphrase {spec.name} could not get "
+            f"no chain kept: every chain has a turn whose paraphrase by {name} could not get "
             "past the filter (see rejected_* counts); Table 5 stays empty"
         )
     warehouse.write_table("paraphrased_subset", table)
@@ -109,9 +130,8 @@ def paraphrased_subset(
         "paraphrased_subset",
         {
             "config": {**config.model_dump(), "chains": size},
-            "paraphraser": spec.name,
-            "backend": dict(backend.identity()),
-            "decoding": decoding.as_dict(),
+            "paraphraser": name,
+            **described,
             "counts": counts.as_metadata(),
             "chains": chains,
             "kept_chains": len(kept),
@@ -129,11 +149,10 @@ def paraphrased_subset(
             "chains": chains,
             "kept_chains": len(kept),
             **counts.as_metadata(),
-            "cache_hits": chat.stats.hits,
-            "backend_calls": chat.usage.calls,
+            **usage,
             "seconds": round(time.perf_counter() - started, 1),
-            "paraphraser": spec.name,
-            "backend": dg.MetadataValue.json(dict(backend.identity())),
+            "paraphraser": name,
+            "backend": dg.MetadataValue.json(described["backend"]),
             "kept_by_family": dg.MetadataValue.json(dict(sorted(families.items()))),
             "accepted_examples": dg.MetadataValue.md(
                 markdown_table(

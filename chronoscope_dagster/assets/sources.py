@@ -12,6 +12,7 @@ import dagster as dg
 from chronoscope_dagster.automation import SOURCES_OBSERVED
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.llm.registry import ModelSpec
+from chronoscope_dagster.paraphrase.template_variants import TEMPLATES_PARAPHRASER, uses_templates
 from chronoscope_dagster.partitions import model_partitions, snapshot_year_partitions
 from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
 from chronoscope_dagster.resources.dumps import data_version
@@ -70,14 +71,18 @@ def settings(
     benchmark_settings: BenchmarkSettings, models: ModelRegistry
 ) -> Iterator[dg.ObserveResult]:
     s = benchmark_settings
-    paraphraser = models.spec(s.paraphraser) if s.paraphraser else models.embedded()
+    paraphraser: object = (
+        TEMPLATES_PARAPHRASER
+        if uses_templates(s.paraphraser)
+        else entry_identity(models.spec(s.paraphraser))
+    )
     observed = {
         "chain_import": settings_version({"path": s.import_chains}, s.import_chains),
         "sample_settings": settings_version(
             {"per_stratum": s.per_stratum, "self_per_stratum": s.self_per_stratum}
         ),
         "paraphrase_settings": settings_version(
-            {"chains": s.paraphrase_chains, "paraphraser": entry_identity(paraphraser)}
+            {"chains": s.paraphrase_chains, "paraphraser": paraphraser}
         ),
         "probe_source": settings_version({"path": s.probe_file}, s.probe_file),
         "probe_run_settings": settings_version({"items_per_type": s.probe_items_per_type}),

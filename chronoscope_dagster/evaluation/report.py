@@ -24,6 +24,7 @@ from chronoscope_dagster.evaluation.metrics import (
 )
 from chronoscope_dagster.evaluation.prompts import PAPER_SETTINGS, SETTINGS
 from chronoscope_dagster.markdown import markdown_table
+from chronoscope_dagster.paraphrase.template_variants import TEMPLATES_PARAPHRASER
 
 HEADLINE = {
     SCOPE_METRIC: "Scope Acc@1",
@@ -109,6 +110,14 @@ def _cell(row, *, with_ci: bool = False, with_n: bool = True) -> str:
 
 VARIANT_LABELS = {"original": "Orig", "paraphrased": "Para"}
 """Table 5's conditions: the templated chains and their paraphrases."""
+TEMPLATE_VARIANTS_TEXT = (
+    "Paraphraser: template variants. Each question of a kept chain is asked in another phrasing "
+    "of its own template slot, with the same names and years, and passes the same "
+    "answer-equivalence filter as a model's paraphrase. This is a weaker test of wording than "
+    "an LLM's paraphrases: it varies only the wording the templates already vary. Name a "
+    "registry model with `--paraphraser MODEL` for the paper's LLM paraphrases."
+)
+"""Under Table 5 when the paraphrased subset holds template variants."""
 
 
 LEADERBOARD_SCHEMA = pa.schema(
@@ -613,9 +622,11 @@ def render_markdown(
     *,
     presents: dict[str, dict] | None = None,
     dump_present: dict[str, object] | None = None,
+    paraphraser: str | None = None,
 ) -> str:
     """The report; with ``presents`` (models with a knowledge cutoff), the two presents
-    (``two_presents_markdown``)."""
+    (``two_presents_markdown``); ``paraphraser`` (the paraphrased subset's) ``templates``
+    says under Table 5 that its variants are template variants."""
     tables = markdown_tables(metrics)
     lines = ["# ChronoScope evaluation report", ""]
     lines += [f"- {key}: {value}" for key, value in provenance.items()]
@@ -643,6 +654,8 @@ def render_markdown(
     lines += ["", "## Final@1 by chain length (Table 4)", "", tables["table4"]]
     if paraphrase_metrics is not None and paraphrase_metrics.num_rows:
         lines += ["", "## Templated vs paraphrased questions (Table 5)", ""]
+        if paraphraser == TEMPLATES_PARAPHRASER:
+            lines += [TEMPLATE_VARIANTS_TEXT, ""]
         lines += [table5(paraphrase_metrics)]
     lines += ["", "## Acc@1 by family (Table 8)", "", tables["table8"]]
     lines += ["", "## Acc@1 by follow-up position (Table 9)", "", tables["table9"], ""]

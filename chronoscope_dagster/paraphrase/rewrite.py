@@ -155,11 +155,14 @@ def paraphrase_turns(
                 outcome[key] = replace(base, paraphrase=reply, last_reply=reply)
         pending = rejected
     results = [outcome[key] for key in keys]
-    return results, _count(results, batches)
+    return results, count_results(results, batches)
 
 
-def _count(results: Sequence[ParaphraseResult], batches: int) -> ParaphraseCounts:
+def count_results(results: Sequence[ParaphraseResult], batches: int) -> ParaphraseCounts:
+    """The counts of ``results``; reasons in ``REASONS`` order, then any other (a paraphraser's
+    own, such as the template variants') by name."""
     by_reason = Counter(reason for r in results if r.status == "rejected" for reason in r.reasons)
+    order = [*REASONS, *sorted(set(by_reason) - set(REASONS))]
     return ParaphraseCounts(
         turns=len(results),
         accepted=sum(r.accepted for r in results),
@@ -168,7 +171,7 @@ def _count(results: Sequence[ParaphraseResult], batches: int) -> ParaphraseCount
         errors=sum(r.status == "error" for r in results),
         attempts=sum(r.attempts for r in results),
         batches=batches,
-        rejected_by_reason={reason: by_reason[reason] for reason in REASONS if by_reason[reason]},
+        rejected_by_reason={reason: by_reason[reason] for reason in order if by_reason[reason]},
     )
 
 

@@ -55,8 +55,10 @@ class BenchmarkSettings(dg.ConfigurableResource):
     )
     paraphraser: str = Field(
         default="",
-        description="The registry model that rewrites the questions; empty: the embedded CPU "
-        "model, whether or not the registry has it.",
+        description="Who rewrites the questions: empty or 'templates' (the default): template "
+        "variants, each question in another phrasing of its template slot (no model; "
+        "``paraphrase.template_variants.uses_templates`` says why); else the name of the "
+        "registry model that paraphrases with the paper's prompt.",
     )
     probe_file: str = Field(
         default="",

@@ -1,6 +1,7 @@
-"""The paraphrased subset through Dagster: the embedded model's paraphrases with every turn
-accounted for, the blocking filter check, and Table 5 from the original and paraphrased
-variants of the kept chains."""
+"""The paraphrased subset through Dagster: the default template variants with every turn
+accounted for and Table 5 in the report, the embedded model's paraphrases through the cache,
+the blocking filter check, and Table 5 from the original and paraphrased variants of the kept
+chains."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from chronoscope_dagster.orchestration import run_selection
 from chronoscope_dagster.paraphrase.filter import REASONS
 from chronoscope_dagster.paraphrase.rewrite import ParaphraseResult
 from chronoscope_dagster.paraphrase.tables import paraphrases_table
+from chronoscope_dagster.paraphrase.template_variants import TEMPLATE_REASONS
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import MODEL_THREADS, SAMPLE_SETTINGS, TEST_MODELS
@@ -35,16 +37,18 @@ def test_every_turn_of_the_chosen_chains_is_accounted_for(sample_home):
     ).to_pylist()[0]
     assert report["chains"] == chosen["chains"] == 4
     assert rows.num_rows == counts["turns"] == chosen["turns"]
+    assert report["paraphraser"] == "templates", "the default: template variants"
     assert counts["accepted"] + counts["rejected"] + counts["errors"] == counts["turns"]
     assert counts["attempts"] == sum(rows.column("attempts").to_pylist())
     statuses = rows.column("status").to_pylist()
     assert statuses.count("accepted") == counts["accepted"]
     assert statuses.count("rejected") == counts["rejected"]
     for row in rows.to_pylist():
-        assert 1 <= row["attempts"] <= 2, "one retry configured"
-        if row["status"] == "rejected":
-            assert row["reasons"] and set(row["reasons"]) <= set(REASONS)
-            assert row["attempts"] == 2
+        if row["status"] == "accepted":
+            assert row["attempts"] >= 1 and row["paraphrase"] != row["original_question"]
+        else:
+            assert row["status"] == "rejected" and row["paraphrase"] is None
+            assert row["reasons"] and set(row["reasons"]) <= {*REASONS, *TEMPLATE_REASONS}
     per_chain: dict[str, list[bool]] = {}
     for row in rows.to_pylist():
         per_chain.setdefault(row["chain_id"], []).append(row["status"] == "accepted")
@@ -83,6 +87,27 @@ def _author_paraphrases(home, chains: int = 3) -> list[str]:
     ]  # fmt: skip
     store.write_table("paraphrased_subset", paraphrases_table(results))
     return sorted({t["chain_id"] for t in turns})
+
+
+def test_the_default_report_shows_table5_for_every_model_and_names_template_variants(
+    sample_home,
+):
+    """With no capable paraphraser named, the template variants keep chains, so the report has
+    Table 5 for every model and says what its paraphrases are."""
+    home, _ = sample_home
+    store = Warehouse(home)
+    kept = store.read_report("paraphrased_subset")["kept_chains"]
+    assert kept >= 1
+    markdown = (store.home / "report" / "report.md").read_text()
+    assert f"- paraphrased subset: {kept} of 4 chains kept (paraphraser template variants)" in (
+        markdown
+    )
+    section = markdown[markdown.index("## Templated vs paraphrased questions (Table 5)") :]
+    section = section[: section.index("\n## ", 1)]
+    assert "template variants" in section and "weaker test of wording" in section
+    for spec in load_registry(TEST_MODELS):
+        for variant in ("Orig", "Para"):
+            assert f"| {spec.name} | {variant} |" in section
 
 
 def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_home, tmp_path):
@@ -173,22 +198,48 @@ def test_the_paraphraser_must_be_in_the_registry(tmp_path, capsys):
     assert not home.exists() or not (home / "claims").exists()
 
 
-def test_a_rerun_asks_the_model_nothing_and_writes_the_same_bytes(sample_home, tmp_path):
+def test_a_paraphraser_accepts_templates_by_name(tmp_path, capsys):
+    """``--paraphraser templates`` needs no registry entry: the run gets past the registry
+    and stops at the next argument checked (a missing dump)."""
+    missing = tmp_path / "missing.json.gz"
+    args = ["run", "--home", str(tmp_path / "h"), "--paraphraser", "templates"]
+    assert main([*args, "--dump", f"2022={missing}"]) == 2
+    assert "--dump 2022: no such file" in capsys.readouterr().err
+
+
+def test_the_model_paraphrases_when_named_and_a_rerun_asks_it_nothing(sample_home, tmp_path):
+    """``--paraphraser local`` takes the model path (the paper's prompt, one retry); a rerun
+    answers from the response cache and writes the same bytes."""
     home = copy_home(sample_home[0], tmp_path)
-    path = Warehouse(home).data_path("paraphrased_subset")
-    before = path.read_bytes()
-    [result] = run_selection(
-        home=str(home),
-        selection="paraphrased_subset",
-        models=str(TEST_MODELS),
-        op_config={"paraphrased_subset": {"retries": 1}},
-        instance=home_instance(home),
-        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
-        force=True,
-        echo=lambda _: None,
-    )
-    [materialization] = result.get_asset_materialization_events()
-    metadata = materialization.materialization.metadata
-    assert metadata["backend_calls"].value == 0
-    assert metadata["cache_hits"].value > 0
+    store = Warehouse(home)
+    path = store.data_path("paraphrased_subset")
+    settings = BenchmarkSettings(**{**SAMPLE_SETTINGS, "paraphraser": "local"})
+    metadata = []
+    for _ in range(2):
+        [result] = run_selection(
+            home=str(home),
+            selection="paraphrased_subset",
+            models=str(TEST_MODELS),
+            model_threads=MODEL_THREADS,
+            op_config={"paraphrased_subset": {"retries": 1}},
+            instance=home_instance(home),
+            settings=settings,
+            force=True,
+            echo=lambda _: None,
+        )
+        [materialization] = result.get_asset_materialization_events()
+        metadata.append(materialization.materialization.metadata)
+        if len(metadata) == 1:
+            before = path.read_bytes()
+    assert metadata[0]["paraphraser"].value == "local"
+    assert metadata[0]["backend_calls"].value > 0
+    assert metadata[1]["backend_calls"].value == 0
+    assert metadata[1]["cache_hits"].value > 0
     assert path.read_bytes() == before
+    report = store.read_report("paraphrased_subset")
+    assert report["paraphraser"] == "local" and report["backend"]["backend"] == "local"
+    for row in store.query("SELECT * FROM paraphrased_subset").to_pylist():
+        assert 1 <= row["attempts"] <= 2, "one retry configured"
+        if row["status"] == "rejected":
+            assert row["reasons"] and set(row["reasons"]) <= set(REASONS)
+            assert row["attempts"] == 2

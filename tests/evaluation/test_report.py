@@ -145,3 +145,18 @@ def test_html_in_a_table_cell_is_escaped_not_rendered(every):
 def test_a_pipe_in_a_cell_stays_in_its_cell():
     page = render_html("| model | n |\n|---|---|\n| a\\|b | 1 |\n")
     assert re.search(r"<td>a\|b</td>\s*<td>1</td>", page)
+
+
+@pytest.mark.parametrize("paraphraser", ["templates", "gpt-4o"])
+def test_table5_names_template_variants_as_a_weaker_test(every, paraphraser):
+    paraphrase = pa.concat_tables(
+        every.append_column("variant", pa.array([variant] * every.num_rows))
+        for variant in ("original", "paraphrased")
+    )
+    markdown = render_markdown(every, [], {}, paraphrase, paraphraser=paraphraser)
+    section = markdown[markdown.index("## Templated vs paraphrased questions (Table 5)") :]
+    section = section[: section.index("\n## ", 1)]
+    for model in MODELS:
+        assert f"| {model} | Orig |" in section and f"| {model} | Para |" in section
+    named = "template variants" in section and "weaker test of wording" in section
+    assert named is (paraphraser == "templates")
