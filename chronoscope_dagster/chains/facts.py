@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -114,10 +115,20 @@ class Label:
 @dataclass(frozen=True)
 class HolderGroup:
     """The subjects holding one value of a relation at one anchor (``cross_entity_then``):
-    how many, and those at the positions an index needs, by position in QID order."""
+    how many, and those at the positions an index needs (``positions``, ascending, in QID
+    order of the whole group) with their QIDs (``members``). A shard holds hundreds of
+    thousands of groups, so a group is two flat sequences rather than a dict."""
 
     size: int
-    members: dict[int, str]
+    positions: Sequence[int]
+    members: tuple[str, ...]
+
+    def member(self, position: int) -> str:
+        """The holder at ``position``, which must be one the index holds."""
+        found = bisect_left(self.positions, position)
+        if found == len(self.positions) or self.positions[found] != position:
+            raise KeyError(position)
+        return self.members[found]
 
 
 @dataclass(frozen=True)

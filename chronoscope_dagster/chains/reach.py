@@ -14,6 +14,8 @@ rather than the snapshot.
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
@@ -351,21 +353,23 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
 
 def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
     """The holder groups the roots' related subjects come from, with the members of the
-    blocks they draw (``cross_entity_then``)."""
-    table = connection.sql(
+    blocks they draw (``cross_entity_then``). A subject is in many groups (one per year it
+    holds a value), so its QID is one interned string shared by all of them."""
+    reader = connection.sql(
         """SELECT relation, value_qid, anchor, any_value(size) AS size,
                   list(position ORDER BY position) AS positions,
                   list(subject_qid ORDER BY position) AS members
            FROM needed_holders GROUP BY ALL"""
-    ).to_arrow_table()
-    return {
-        (relation, value, anchor or None): HolderGroup(
-            size, dict(zip(positions, members, strict=True))
-        )
+    ).to_arrow_reader(1 << 16)
+    groups = {}
+    for batch in reader:
         for relation, value, anchor, size, positions, members in zip(
-            *(column.to_pylist() for column in table.columns), strict=True
-        )
-    }
+            *(column.to_pylist() for column in batch.columns), strict=True
+        ):
+            groups[(relation, value, anchor or None)] = HolderGroup(
+                size, array("I", positions), tuple(map(sys.intern, members))
+            )
+    return groups
 
 
 INTERVALS_SCHEMA = pa.schema(

@@ -144,9 +144,7 @@ def test_the_snapshot_wide_kinds_name_subjects_as_the_index_does(sample_facts):
     names = {subject: sample_facts.subject_name(subject) for subject in subjects}
     assert None in names.values()
     assert sample_facts.wide.unnameable_subjects == sum(name is None for name in names.values())
-    plain = {
-        member for group in sample_facts.wide.holders.values() for member in group.members.values()
-    }
+    plain = {member for group in sample_facts.wide.holders.values() for member in group.members}
     assert plain and all(
         names[member] and not any(c.isdigit() for c in names[member]) for member in plain
     )

@@ -149,11 +149,11 @@ def _window(group: HolderGroup | None, subject: str) -> list[str]:
     if group is None:
         return []
     if group.size <= MAX_RELATED:
-        return [group.members[position] for position in range(group.size)]
+        return [group.member(position) for position in range(group.size)]
     blocks = -(-group.size // MAX_RELATED)
     digest = hashlib.sha256(subject.encode()).digest()
     first = int.from_bytes(digest[:8], "big") % blocks * MAX_RELATED
-    return [group.members[(first + i) % group.size] for i in range(MAX_RELATED)]
+    return [group.member((first + i) % group.size) for i in range(MAX_RELATED)]
 
 
 def _usable(
