@@ -29,9 +29,10 @@ In WORKDIR it
    (truth type, anchor), as its ``main`` demands (it refuses more than one anchor per run
    unless ``--skip_per_anchor``), and once more for the cross-anchor chains
    (``--truth_types temporal --skip_per_anchor --build_cross_anchor``);
-4. prints each invocation's wall time and peak resident memory (the largest process under
-   it, from ``wait4`` in a small interpreter that spawns it) and a table per stage: stage 1 and the label steps are timed but stand
-   apart; the comparison is the total of stages 2 and 3.
+4. prints each invocation's wall time, CPU time (user + system: a busy machine lengthens the
+   wall time, hardly the CPU time) and peak resident memory (the largest process under it,
+   from ``wait4`` in a small interpreter that spawns it), and a table per stage: stage 1 and
+   the label steps are timed but stand apart; the comparison is the total of stages 2 and 3.
 
 Stage 3 and ``build_label_db.py`` run from the checkout as they are. Stages 1 and 2 hard-code
 their data roots as module constants, so they run from copies in WORKDIR/scripts in which
@@ -91,6 +92,7 @@ class Invocation:
     name: str
     command: list[str]
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     peak_mb: float = 0.0
     returncode: int = 0
 
@@ -112,11 +114,12 @@ class Report:
     flat_questions: int = 0
 
     def stage(self, *stages: str) -> dict[str, float]:
-        """Invocations, summed seconds and the largest peak of the given stages."""
+        """Invocations, summed wall and CPU seconds, and the largest peak of the given stages."""
         runs = [i for i in self.invocations if i.stage in stages]
         return {
             "invocations": len(runs),
             "seconds": sum(i.seconds for i in runs),
+            "cpu_seconds": sum(i.cpu_seconds for i in runs),
             "peak_mb": max((i.peak_mb for i in runs), default=0.0),
         }
 
@@ -226,10 +229,11 @@ def copy_with_paths(
 MEASURE = (
     "import os, sys, time; started = time.perf_counter(); "
     "pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ); _, status, usage = os.wait4(pid, 0); "
-    "open(sys.argv[1], 'w').write(f'{time.perf_counter() - started} {usage.ru_maxrss}'); "
+    "open(sys.argv[1], 'w').write(f'{time.perf_counter() - started} "
+    "{usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}'); "
     "sys.exit(os.waitstatus_to_exitcode(status))"
 )
-"""Run argv[2:], write its wall seconds and peak RSS (kB) to argv[1]. The measured process is
+"""Run argv[2:], write its wall seconds, CPU seconds and peak RSS (kB) to argv[1]. The measured process is
 spawned from this small interpreter, not from the benchmark: a child's ru_maxrss starts from the
 RSS of the process that forked it, which for the benchmark is far above a small run's peak."""
 
@@ -250,10 +254,12 @@ def run(python: Path, stage: str, name: str, args: list[str], log: Path) -> Invo
     invocation.returncode = done.returncode
     if not figures.exists():
         sys.exit(f"{name} could not be started: {' '.join(invocation.command)}")
-    seconds, peak_kb = figures.read_text().split()
-    invocation.seconds, invocation.peak_mb = float(seconds), int(peak_kb) / 1024
+    seconds, cpu_seconds, peak_kb = figures.read_text().split()
+    invocation.seconds, invocation.cpu_seconds = float(seconds), float(cpu_seconds)
+    invocation.peak_mb = int(peak_kb) / 1024
     print(
-        f"  {name:<44}{invocation.seconds:>9.1f} s{invocation.peak_mb:>8,.0f} MB"
+        f"  {name:<44}{invocation.seconds:>9.1f} s{invocation.cpu_seconds:>9.1f} cpu s"
+        f"{invocation.peak_mb:>8,.0f} MB"
         + (f"  FAILED ({invocation.returncode}), see {log}" if invocation.returncode else ""),
         flush=True,
     )
@@ -367,11 +373,11 @@ def main() -> int:
     report.chains, report.flat_questions = count_outputs(stage3)
 
     summary = {key: report.stage(*stages) for key, (_, stages) in SUMMARY.items()}
-    print(f"\n{'stage':<36}{'invocations':>12}{'seconds':>10}{'peak MB':>9}")
+    print(f"\n{'stage':<36}{'invocations':>12}{'seconds':>10}{'cpu s':>9}{'peak MB':>9}")
     for key, (title, _) in SUMMARY.items():
         figures = summary[key]
         print(f"{title:<36}{figures['invocations']:>12}{figures['seconds']:>10.1f}"
-              f"{figures['peak_mb']:>9,.0f}")  # fmt: skip
+              f"{figures['cpu_seconds']:>9.1f}{figures['peak_mb']:>9,.0f}")  # fmt: skip
     print(
         f"\nstage 1 rows {report.stage1_rows}; stage 3: {sum(report.chains.values()):,} chains "
         f"({report.chains}), {report.flat_questions:,} flat questions; log {log}"
