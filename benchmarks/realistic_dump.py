@@ -26,14 +26,14 @@ item value (main value, qualifier or reference) names an entity of the file. Thr
   author name strings, `cites work` lists and identifiers), Wikimedia categories,
   taxa, settlements, people, disambiguation pages, streets, genes, paintings, names,
   templates, films, journals, and items without a class; labels, descriptions and
-  aliases in several languages at realistic lengths (median English label about 22
-  characters, description about 30), sitelinks for some, references on some statements.
+  aliases in several languages at realistic lengths (median English label 22 to 24
+  characters, description 30), sitelinks for some, references on some statements.
   The items that the rich copies point at are thin entities of this kind too (a person
   for `spouse` or `head of government`, a settlement for `place of birth`...), so they
   resolve without being label-only stubs.
 - `--large` very large items (default 5), spread evenly through the file: a country with
   thousands of population figures (qualified and referenced) and external identifiers and
-  labels in 120 languages, or an article with thousands of author name strings; 3 to 7 MB
+  labels in 120 languages, or an article with thousands of author name strings; 3 to 8 MB
   of JSON each.
 
 Why 5% rich (`--rich-share`): issue 37 asks for at least 90% of entities carrying no chain
@@ -41,7 +41,7 @@ property but `instance of`. 65% of the rich copies carry one, and a universe mus
 the 15,630 items its 1,640 copies point at (16,885 in the first, which holds those of the
 shared sample items too), so the share cannot exceed 8.9% (above that the universes have no
 room for other thin entities: the share is capped, with a warning). 5% puts the entities
-with a chain property at about 3.5% (3.6% measured at 50,000 entities), well inside the
+with a chain property at about 3.5% (3.3% measured at 1,000,000 entities), well inside the
 bound, and leaves each universe about 15,500 thin entities of the common classes besides the
 values. The rich copies are the sample's famous items (24 kB of JSON each on average,
 against a median 2.7 kB for a thin item), so they are a minority, as items of that richness
