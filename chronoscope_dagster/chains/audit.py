@@ -193,14 +193,16 @@ def gold_mismatch_sql(turns: str, truth: str, intervals: str, lifespans: str) ->
     """Entity turns checked against truth: ``checked`` and ``wrong``, where the expected gold
     is the truth row's value set at the turn's anchor (or the timeless row), less the values
     only timeless statements support when the scope lies wholly outside the subject's or the
-    value's lifespan."""
+    value's lifespan. A value with a timeless statement is supported by a dated one only where
+    that one overlaps the scope: Germany's undated membership of the WTO beside the dated one
+    from 1995 does not make it a member in 1975."""
     return f"""
     WITH scoped AS (
         SELECT *, scope_end < exists_from OR scope_start > life_end AS subject_outside
         FROM ({turn_scopes_sql(turns, intervals, lifespans)}) WHERE answer_kind = 'entity'
     ), timeless AS (
-        SELECT snapshot_year, subject_qid, pid, value_qid FROM {intervals}
-        GROUP BY ALL HAVING bool_and(is_timeless)
+        SELECT DISTINCT snapshot_year, subject_qid, pid, value_qid FROM {intervals}
+        WHERE is_timeless
     ), rows AS (
         SELECT u.chain_id, u.turn_index, u.gold_qids, t.value_qids IS NULL AS no_truth,
                unnest(coalesce(t.value_qids, [NULL])) AS value_qid,
@@ -212,16 +214,24 @@ def gold_mismatch_sql(turns: str, truth: str, intervals: str, lifespans: str) ->
          AND t.pid = u.pid
          AND (t.anchor = u.scope_anchor
               OR (u.scope_anchor IS NULL AND t.anchor_scope = 'timeless'))
+    ), dated AS (
+        SELECT DISTINCT r.chain_id, r.turn_index, r.value_qid
+        FROM rows r JOIN {intervals} i
+          ON i.snapshot_year = r.snapshot_year AND i.subject_qid = r.subject_qid
+         AND i.pid = r.pid AND i.value_qid = r.value_qid AND NOT i.is_timeless
+         AND i.valid_from <= r.scope_end
+         AND coalesce(i.valid_until, 'infinity'::DATE) >= r.scope_start
     ), kept AS (
         SELECT r.chain_id, r.turn_index, any_value(r.gold_qids) AS gold_qids,
                bool_or(r.no_truth) AS no_truth,
                list_sort(list(r.value_qid) FILTER (WHERE r.value_qid IS NOT NULL AND NOT (
-                   x.value_qid IS NOT NULL AND (r.subject_outside
+                   x.value_qid IS NOT NULL AND d.value_qid IS NULL AND (r.subject_outside
                        OR r.scope_end < coalesce(v.exists_from, '-infinity'::DATE)
                        OR r.scope_start > coalesce(v.life_end, 'infinity'::DATE)))))
                    AS expected
         FROM rows r
         LEFT JOIN timeless x USING (snapshot_year, subject_qid, pid, value_qid)
+        LEFT JOIN dated d USING (chain_id, turn_index, value_qid)
         LEFT JOIN ({existence_sql(intervals, lifespans)}) v
           ON v.snapshot_year = r.snapshot_year AND v.qid = r.value_qid
         GROUP BY r.chain_id, r.turn_index

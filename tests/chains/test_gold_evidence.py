@@ -255,6 +255,24 @@ def test_the_gold_check_expects_timeless_values_removed_outside_the_lifespan():
         assert connection.execute(sql).fetchone() == (1, wrong)
 
 
+def test_the_gold_check_lets_a_dated_statement_support_a_value_only_where_it_holds():
+    """Germany is a member of the WTO by an undated statement and by one dated from its
+    founding in 1995: in 1985 only the undated one reaches, and the WTO did not exist yet, so
+    the gold leaves it out (as the generator does); in 2000 the dated one supports it."""
+    spans = [("Q7", "P463", "Q8", None, None), ("Q7", "P463", "Q8", "1995-01-01", None),
+             ("Q7", "P463", "Q9", None, None)]  # fmt: skip
+    truth = pa.table({"snapshot_year": [2025, 2025], "anchor": ["1985", "2000"],
+                      "anchor_scope": ["year", "year"], "subject_qid": ["Q7", "Q7"],
+                      "pid": ["P463", "P463"], "value_qids": [["Q8", "Q9"], ["Q8", "Q9"]]})  # fmt: skip
+    for anchor, gold, wrong in (("1985", ["Q9"], 0), ("1985", ["Q8", "Q9"], 1),
+                                ("2000", ["Q8", "Q9"], 0), ("2000", ["Q9"], 1)):  # fmt: skip
+        turn = [{"subject_qid": "Q7", "pid": "P463", "scope_anchor": anchor, "gold_qids": gold}]
+        connection = audit_tables(turn, spans, {"Q7": ("1949-05-23", None)})
+        connection.register("truth", truth)
+        sql = gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
+        assert connection.execute(sql).fetchone() == (1, wrong), (anchor, gold)
+
+
 def test_dates_outside_pythons_years_keep_their_order_against_every_scope():
     """Real dumps hold births BCE and dates past year 9999: they bound lifespans and
     intervals like any other date instead of stopping the index."""
