@@ -141,12 +141,15 @@ def write_merged_family(
     warehouse: Warehouse, family: str, year: str, keys: Sequence[str]
 ) -> MergedFamily:
     """Write a family's parts ``keys`` (in shard order) as its partition of snapshot ``year``,
-    sorted by DuckDB within its memory limit and streamed to the file."""
+    sorted by DuckDB within its memory limit and streamed to the file; a family without chains
+    as pyarrow writes an empty table (the bytes of the merge in memory it replaces)."""
     asset, parts = f"family_{family}", warehouse.shard_asset(f"family_{family}")
     sources = [_numbered(warehouse.data_path(parts, snapshot_year=year, shard=key)) for key in keys]
     with warehouse.connect() as connection:
         with warehouse.writing(asset, snapshot_year=year) as path:
             turns = write_query(connection, merged_turns_sql(sources), path, TURNS_SCHEMA)
+            if not turns:
+                pq.write_table(TURNS_SCHEMA.empty_table(), path, compression="zstd")
         written = _numbered(warehouse.data_path(asset, snapshot_year=year))
         [(chains, max_length)] = connection.execute(
             f"SELECT count(*) FILTER (WHERE turn_index = 0), coalesce(max(chain_length), 0) "

@@ -62,3 +62,25 @@ def test_the_streamed_merge_orders_chains_as_the_merge_in_memory(tmp_path):
     ]
     assert firsts == ["Q9", "Q10", "Q10", "Q25", "Q300"]
     assert (tmp_path / "streamed.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+
+
+def test_a_merged_family_has_the_bytes_of_the_merge_in_memory_also_when_empty(tmp_path):
+    """The partition a family's merge writes, with chains and without."""
+    from chronoscope_dagster.storage.chains import write_merged_family
+    from chronoscope_dagster.warehouse import Warehouse
+
+    warehouse = Warehouse(tmp_path / "home")
+    parts = warehouse.shard_asset("family_carryover")
+    for chains, expected in (
+        ([[_chain("Q10", ["P6"])], [_chain("Q9", ["P6", "P35"])]], ["Q9", "Q9", "Q10"]),
+        ([[], []], []),
+    ):
+        tables = [turns_table(part) for part in chains]
+        for index, table in enumerate(tables):
+            warehouse.write_table(parts, table, snapshot_year="2025", shard=f"{index}-of-2")
+        merged = write_merged_family(warehouse, "carryover", "2025", ["0-of-2", "1-of-2"])
+        pq.write_table(merged_turns(tables), tmp_path / "whole.parquet", compression="zstd")
+        written = warehouse.data_path("family_carryover", snapshot_year="2025")
+        assert written.read_bytes() == (tmp_path / "whole.parquet").read_bytes()
+        assert pq.read_table(written).column("subject_qid").to_pylist() == expected
+        assert (merged.turns, merged.chains) == (len(expected), len(set(expected)))
