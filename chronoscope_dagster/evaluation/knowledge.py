@@ -76,6 +76,29 @@ KNOWLEDGE_SCHEMA = pa.schema(
 _KEYS = ["chain_id", "turn_index"]
 
 
+def _turn_counts(
+    prefix: str,
+    every: np.ndarray,
+    known: np.ndarray,
+    implicit: np.ndarray,
+    eligible: np.ndarray,
+    wrong: np.ndarray,
+    drifted: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Per turn, which of the knowledge counts it falls in (``prefix``: ``""`` against the
+    dump's present, ``"own_"`` against the model's)."""
+    known_implicit = known & implicit
+    return {
+        f"{prefix}turns": every,
+        f"{prefix}known": known,
+        f"{prefix}known_implicit": known_implicit,
+        f"{prefix}lost": known_implicit & wrong,
+        f"{prefix}known_eligible": known_implicit & eligible,
+        f"{prefix}lost_eligible": known_implicit & eligible & wrong,
+        f"{prefix}drifted": known_implicit & eligible & drifted,
+    }
+
+
 def _flag(table: pa.Table, name: str) -> np.ndarray:
     return table.column(name).to_numpy(zero_copy_only=False).astype(bool)
 
@@ -107,29 +130,16 @@ def knowledge_metrics(
     implicit = ~_flag(paired, "is_explicit")
     eligible = _flag(paired, "drift_eligible")
     wrong = ~_flag(paired, "correct_at1")
-    counts = {
-        "turns": np.ones(paired.num_rows, dtype=bool),
-        "known": known,
-        "known_implicit": known & implicit,
-        "lost": known & implicit & wrong,
-        "known_eligible": known & implicit & eligible,
-        "lost_eligible": known & implicit & eligible & wrong,
-        "drifted": known & implicit & eligible & _flag(paired, "drift_at1"),
-    }
+    every = np.ones(paired.num_rows, dtype=bool)
+    drifted = _flag(paired, "drift_at1")
+    counts = _turn_counts("", every, known, implicit, eligible, wrong, drifted)
     names = _COUNTS
     metrics = KNOWLEDGE_METRICS
     if own:
         knowable = known & ~(_flag(paired, "changed_since_cutoff") & _flag(paired, "after_cutoff"))
         own_eligible = _flag(paired, "own_drift_eligible")
-        counts |= {
-            "own_turns": counts["turns"],
-            "own_known": knowable,
-            "own_known_implicit": knowable & implicit,
-            "own_lost": knowable & implicit & wrong,
-            "own_known_eligible": knowable & implicit & own_eligible,
-            "own_lost_eligible": knowable & implicit & own_eligible & wrong,
-            "own_drifted": knowable & implicit & own_eligible & _flag(paired, "own_drift_at1"),
-        }
+        own_drifted = _flag(paired, "own_drift_at1")
+        counts |= _turn_counts("own_", every, knowable, implicit, own_eligible, wrong, own_drifted)
         names = _COUNTS + _OWN_COUNTS
         metrics = KNOWLEDGE_METRICS | OWN_KNOWLEDGE
     turn_counts = np.column_stack([counts[name] for name in names]).astype(np.float64)
