@@ -142,7 +142,8 @@ class SnapshotWide:
     unnameable_subjects: int
     """Subjects of the snapshot that cannot be named (``SnapshotFacts.subject_name``)."""
     first_seen: dict[str, int]
-    """Per indexed subject, the first day of a dated statement it takes part in."""
+    """Per indexed subject and value of its golds, the first day of a dated statement it takes
+    part in."""
     holders: dict[tuple[str, str, str | None], HolderGroup]
     """The holder groups the roots' chains draw related subjects from."""
 

@@ -178,9 +178,13 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
                UNION SELECT value_qid FROM reached_intervals)
            SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)"""
     ).to_arrow_table()
+    connection.execute(
+        """CREATE TEMP TABLE bounded AS
+           SELECT qid FROM reached UNION SELECT unnest(value_qids) FROM gold"""
+    )
     lifespan_rows = connection.sql(
         f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
-            SEMI JOIN reached r ON r.qid = l.qid"""
+            SEMI JOIN bounded b ON b.qid = l.qid"""
     ).to_arrow_table()
     wide = SnapshotWide(
         roots=shard,
@@ -330,8 +334,9 @@ def _name_kinds(labels: pa.Array, descriptions: pa.Array, shared: pa.Array) -> p
 
 
 def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """For each reached subject, the first day of any dated statement it takes part in, as
-    subject or value, anywhere in the snapshot."""
+    """For each entity of ``bounded`` (the reached subjects and their golds' values, whose
+    existence bounds a timeless value), the first day of any dated statement it takes part in,
+    as subject or value, anywhere in the snapshot."""
     table = connection.sql(
         """WITH dated AS (
                SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
@@ -339,7 +344,7 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
                UNION ALL
                SELECT value_qid, valid_from FROM src_fact_intervals
                WHERE valid_from IS NOT NULL AND NOT is_timeless)
-           SELECT qid, min(valid_from) AS first FROM dated SEMI JOIN reached USING (qid)
+           SELECT qid, min(valid_from) AS first FROM dated SEMI JOIN bounded USING (qid)
            GROUP BY qid"""
     ).to_arrow_table()
     table = python_dates(table)

@@ -175,3 +175,26 @@ def test_blocks_of_a_large_group_are_the_same_in_every_shard():
 
 def _root(chain) -> int:
     return int(chain.turns[0].subject_qid[1:])
+
+
+def test_a_related_subjects_timeless_value_is_bounded_by_its_lifespan_in_every_shard():
+    """A holder's gold is decided as the whole snapshot decides it, also where neither the
+    holder nor its value is a root of the shard: a timeless value that had ceased to exist
+    (a dissolved party) holds in no later year."""
+    rows = [
+        ("2010", "Q1", "P54", ["Q50"]), ("2010", "Q2", "P54", ["Q50"]),
+        ("2010", "Q1", "P102", ["Q60"]), (None, "Q2", "P102", ["Q61"]),
+    ]  # fmt: skip
+    names = {"Q1": "Ann", "Q2": "Bob", "Q50": "Club", "Q60": "Party", "Q61": "Old Party"}
+    lifespans = {"Q61": ("1950-01-01", "1990-12-31")}
+    whole = facts_from_rows(rows, names, lifespans=lifespans)
+    assert whole.gold("Q2", "P102", "2010") is None
+    shard = next(
+        shard
+        for count in range(2, 40)
+        for shard in [Shard(index, count) for index in range(count)]
+        if shard.holds("Q1") and not shard.holds("Q2") and not shard.holds("Q61")
+    )
+    facts = facts_from_rows(rows, names, lifespans=lifespans, shard=shard)
+    assert "Q2" in facts.pids_by_subject
+    assert facts.gold("Q2", "P102", "2010") is None
