@@ -204,6 +204,109 @@ def build_report(run: ProbeRun, corpus: Corpus, *, with_ordering_floor: bool = T
     )
 
 
+@dataclass(frozen=True)
+class MemoryScore:
+    """One memory system read by one reader (a registry model, or the rule reader), over the
+    control and probe arms; ``paired`` compares them item by item (control first)."""
+
+    system: str
+    reader: str
+    n: int
+    control: ArmScore
+    probe: ArmScore
+    paired: PairedComparison
+
+    @property
+    def control_minus_probe(self) -> float | None:
+        return self.paired.difference
+
+
+def memory_scores(runs: Sequence[ProbeRun]) -> tuple[MemoryScore, ...]:
+    """A score per (system, reader) run of a memory system, in the order given."""
+    scores = []
+    for run in runs:
+        control = [row for row in run.rows if row.arm == Arm.CONTROL]
+        probe = [row for row in run.rows if row.arm == Arm.PROBE]
+        paired = paired_comparison(run.rows, Arm.CONTROL, Arm.PROBE)
+        scores.append(
+            MemoryScore(
+                system=run.system,
+                reader=run.model,
+                n=paired.n,
+                control=_arm_score(Arm.CONTROL, control),
+                probe=_arm_score(Arm.PROBE, probe),
+                paired=paired,
+            )
+        )
+    return tuple(scores)
+
+
+SIGNIFICANT = 0.05
+
+
+def memory_notes(scores: Sequence[MemoryScore], rule_reader: str) -> list[str]:
+    """Where a model reader shows no significant drop for a system whose store loses it
+    under ``rule_reader``: the model is too weak to show it, said with the numbers."""
+    lost = {
+        s.system: s
+        for s in scores
+        if s.reader == rule_reader
+        and s.paired.p_value < SIGNIFICANT
+        and (s.paired.difference or 0) > 0
+    }
+    notes = []
+    for score in scores:
+        store = lost.get(score.system)
+        if store is None or score.reader == rule_reader or score.paired.p_value < SIGNIFICANT:
+            continue
+        notes.append(
+            f"{score.reader} does not show what {score.system}'s store loses: control "
+            f"{_pct(score.control.accuracy)}, probe {_pct(score.probe.accuracy)} "
+            f"({_points(score.paired.difference)}, p = {score.paired.p_value:.3g}, "
+            f"n = {score.n}), where the rule reader loses {_points(store.paired.difference)} "
+            f"(p = {store.paired.p_value:.3g}, n = {store.n}): the model reads too poorly for "
+            "the stored time to decide its answers."
+        )
+    return notes
+
+
+def render_memory_markdown(scores: Sequence[MemoryScore], rule_reader: str) -> str:
+    """The memory systems side by side, for the top of the probe report."""
+    lines = [
+        "# Time-grounded probe: memory systems",
+        "",
+        "Each memory stores every message of a question's history in SQLite and answers from "
+        "the messages FTS5 recalls for the question, shown with the time it stored for each: "
+        "`valid_time_memory` the time the message was said, `ingest_time_memory` the time it "
+        "was ingested (just before the question). Store, retrieval, prompt and reader are the "
+        f"same; only the stored time differs. The {rule_reader} answers by the probe's rules "
+        "from what was recalled, with no model: what each store makes possible. A model "
+        "reader shows what a model makes of it.",
+        "",
+        markdown_table(
+            ["system", "reader", "n", "control", "probe", "control − probe",
+             "control only / probe only", "sign test p", "errors"],
+            [
+                (s.system, s.reader, s.n,
+                 f"{_pct(s.control.accuracy)} ({s.control.correct})",
+                 f"{_pct(s.probe.accuracy)} ({s.probe.correct})",
+                 _points(s.paired.difference),
+                 f"{s.paired.first_only} / {s.paired.second_only}",
+                 f"{s.paired.p_value:.3g}", s.control.errors + s.probe.errors)
+                for s in scores
+            ],
+        ),
+    ]  # fmt: skip
+    notes = memory_notes(scores, rule_reader)
+    if notes:
+        lines += ["", *(f"> {note}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _points(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f} points"
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 

@@ -119,8 +119,11 @@ def run_arm(
     )
 
 
+IN_CONTEXT = "in_context"
+"""The system of the four arms: the agent under test itself, reading the history in context."""
 ROW_FIELDS = (
     "model",
+    "system",
     "arm",
     "agent",
     "mode",
@@ -151,6 +154,8 @@ class ProbeRow:
     check_detail: str
     judge_correct: bool | None = None
     judge_reply: str | None = None
+    system: str = IN_CONTEXT
+    """What answered through ``model``: ``in_context``, or a memory system's name."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +169,7 @@ class ProbeRun:
     rows: tuple[ProbeRow, ...]
     delivered: dict[str, DeliveredRecord]
     judge: str | None = None
+    system: str = IN_CONTEXT
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (rows as dicts), e.g. to store beside the rows' Parquet file."""
@@ -178,6 +184,7 @@ class ProbeRun:
             rows=tuple(ProbeRow(**row) for row in record["rows"]),
             delivered={arm: DeliveredRecord(**d) for arm, d in record["delivered"].items()},
             judge=record.get("judge"),
+            system=record.get("system", IN_CONTEXT),
         )
 
 
@@ -196,9 +203,11 @@ def run_probe(
     model: str | None = None,
     judge: LLMJudge | None = None,
     arms: Sequence[Arm | str] = ARMS,
+    system: str = IN_CONTEXT,
 ) -> ProbeRun:
     """Every arm over every item of ``corpus`` (use ``corpus.select(ids)`` for a subset),
-    judged by the checker and, when given, the LLM judge."""
+    judged by the checker and, when given, the LLM judge; ``system`` names what answered
+    through ``model``."""
     if not corpus.items:
         raise CorpusError(f"corpus {corpus.id} holds no items: nothing to probe")
     chosen = [Arm(arm) for arm in arms]
@@ -245,6 +254,7 @@ def run_probe(
             check_detail=check.detail,
             judge_correct=verdict.correct if verdict else None,
             judge_reply=verdict.reply if verdict else None,
+            system=system,
         )
         for (run, item, answer, check), verdict in zip(cases, verdicts, strict=True)
     )
@@ -255,6 +265,7 @@ def run_probe(
         rows=rows,
         delivered={run.arm: run.delivered for run in runs},
         judge=judge.name if judge else None,
+        system=system,
     )
 
 
