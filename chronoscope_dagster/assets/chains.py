@@ -47,10 +47,12 @@ from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.sharding import Part, Shard, sharded_asset
 from chronoscope_dagster.storage.chains import (
     ShardFamily,
+    drop_chain_index,
     family_turns_sql,
     merged_refusals,
     refusals_by_family,
     root_subject_count,
+    write_chain_index,
     write_merged_family,
     write_shard_families,
 )
@@ -89,7 +91,8 @@ class ChainConfig(dg.Config):
 def plan_chain_shards(
     context: dg.OpExecutionContext, config: ChainConfig, warehouse: Warehouse
 ) -> list[tuple[str, ...]]:
-    """One step per shard, each generating the selected families."""
+    """One step per shard, each generating the selected families; first, what every shard
+    reads of the whole snapshot, computed once (``write_chain_index``)."""
     families = tuple(
         family
         for family in FAMILIES
@@ -103,6 +106,14 @@ def plan_chain_shards(
             f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: "
             f"{count} shard{'s' if count > 1 else ''}"
         )
+    started = time.perf_counter()
+    _, peak_mb = in_own_process(
+        partial(measured, partial(write_chain_index, warehouse, context.partition_key))
+    )
+    context.log.info(
+        f"snapshot index for the shards in {time.perf_counter() - started:.1f} s, "
+        f"peak RSS {peak_mb:,} MB"
+    )
     return [families] * count
 
 
@@ -186,6 +197,7 @@ def merge_chain_shards(
                 ),
             },
         )
+    drop_chain_index(warehouse, year)
     context.log.info(
         f"merged {len(shards)} shard{'s' if len(shards) > 1 else ''} in "
         f"{time.perf_counter() - started:.1f} s, peak RSS {peak.mb():,} MB"

@@ -76,6 +76,11 @@ def naming(label: str | None, description: str | None, shared: bool) -> str | No
     return f"{label} ({description})" if clean_label(description) else None
 
 
+def shard_hash(qid: str) -> int:
+    """The number whose remainder by a shard count is the shard holding ``qid`` (``Shard``)."""
+    return int.from_bytes(hashlib.blake2b(qid.encode(), digest_size=8).digest(), "big")
+
+
 @dataclass(frozen=True)
 class Shard:
     """One of ``count`` shards of a snapshot's subjects, by a hash of the QID: the same
@@ -89,8 +94,7 @@ class Shard:
             raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count")
 
     def holds(self, subject: str) -> bool:
-        digest = hashlib.blake2b(subject.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % self.count == self.index
+        return shard_hash(subject) % self.count == self.index
 
     def split(self, parts: int) -> list[Shard]:
         """This shard as ``parts`` shards that together hold exactly its subjects."""

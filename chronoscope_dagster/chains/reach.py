@@ -6,7 +6,8 @@ values of the root (whose kind decides a pronoun), the bridged hops of
 ``cross_entity_then`` (holders of one of the root's values of a relation). A shard's index
 holds the facts of exactly those subjects, and DuckDB computes over the whole snapshot the
 few things that are not a subject's own: which labels two subjects share, when an entity
-first appears in a dated statement, and who holds a value (``HolderGroup``). An index so
+first appears in a dated statement, and who holds a value (``HolderGroup``), once per snapshot
+(``write_snapshot_index``) for every shard step to join its roots against. An index so
 loaded decides every question its chains ask as the whole snapshot's would, so a shard's
 chains do not depend on the shard count, while its memory follows what the shard reaches
 rather than the snapshot.
@@ -18,10 +19,11 @@ import sys
 from array import array
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from duckdb.sqltypes import BOOLEAN, TINYINT, VARCHAR
+from duckdb.sqltypes import BOOLEAN, TINYINT, UBIGINT, VARCHAR
 
 from chronoscope_dagster.chains.evidence import python_dates
 from chronoscope_dagster.chains.facts import (
@@ -31,14 +33,17 @@ from chronoscope_dagster.chains.facts import (
     SnapshotFacts,
     SnapshotWide,
     naming,
+    shard_hash,
 )
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
-from chronoscope_dagster.sql import sql_list
+from chronoscope_dagster.sql import sql_list, sql_string
 from chronoscope_dagster.wikidata.extract import LIFESPANS_SCHEMA
 from chronoscope_dagster.wikidata.properties import default_catalog
 
 SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
+SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_rows",
+                   "holder_groups", "first_seen")  # fmt: skip
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 DEFAULT_ROOTS_PER_SHARD = 10_000
@@ -64,15 +69,37 @@ def source_facts(
     shard: Shard | None = None,
     *,
     config: Mapping[str, str | int] | None = None,
+    snapshot_index: Path | None = None,
 ) -> SnapshotFacts:
     """The index of one snapshot for the chains rooted in ``shard`` (every subject without
     one), its ``SOURCES`` read by the SQL ``sources`` (by name) on a DuckDB of settings
-    ``config``."""
+    ``config``; the snapshot-wide tables from ``snapshot_index`` (``write_snapshot_index``)
+    when given, else computed here."""
     pids = default_catalog().chain_pids
     with _source_views(sources, config) as connection:
-        _create_gold_rows(connection, pids)
+        if snapshot_index is None:
+            _create_snapshot_tables(connection, pids)
+        else:
+            for name in SNAPSHOT_TABLES:
+                path = sql_string(str(snapshot_index / f"{name}.parquet"))
+                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
         reached = _reach(connection, shard or Shard(0, 1), pids)
     return SnapshotFacts(int(year), **reached)
+
+
+def write_snapshot_index(
+    sources: Mapping[str, str], directory: Path, *, config: Mapping[str, str | int] | None = None
+) -> None:
+    """Compute once what every shard of a snapshot reads of the whole snapshot
+    (``SNAPSHOT_TABLES``: the decidable truth rows, the subjects' names, the holder groups,
+    first appearances) into Parquet files of ``directory``, so a shard step only joins its
+    roots against them: its time and memory then follow the shard, not the snapshot."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with _source_views(sources, config) as connection:
+        _create_snapshot_tables(connection, default_catalog().chain_pids)
+        for name in SNAPSHOT_TABLES:
+            path = sql_string(str(directory / f"{name}.parquet"))
+            connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
 
 
 def sampled_source_facts(
@@ -88,7 +115,7 @@ def sampled_source_facts(
     ``max_roots`` root subjects each: all of them where the snapshot has no more."""
     pids = default_catalog().chain_pids
     with _source_views(sources, config) as connection:
-        _create_gold_rows(connection, pids)
+        _create_snapshot_tables(connection, pids)
         [(subjects,)] = connection.execute(
             "SELECT count(DISTINCT subject_qid) FROM gold_rows"
         ).fetchall()
@@ -138,18 +165,18 @@ def table_facts(
         for name, table in sources.items():
             connection.register(f"src_{name}", table)
         pids = pids or default_catalog().chain_pids
-        _create_gold_rows(connection, pids)
+        _create_snapshot_tables(connection, pids)
         reached = _reach(connection, shard or Shard(0, 1), pids)
     return SnapshotFacts(snapshot_year, **reached)
 
 
 def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str, ...]) -> dict:
     """What the index of ``shard`` is built from (``SnapshotFacts``' arguments but the year),
-    from the relations ``src_<name>`` of ``SOURCES`` and ``gold_rows`` of the properties
-    ``pids`` on ``connection``. The caller closes the connection before building the index,
+    from the relations ``src_<name>`` of ``SOURCES`` and the ``SNAPSHOT_TABLES`` of the
+    properties ``pids`` on ``connection``. The caller closes the connection before building the index,
     so that DuckDB's memory is returned first."""
-    unnameable = _create_subject_kinds(connection, shard)
-    _create_holders(connection)
+    unnameable = _create_roots(connection, shard)
+    _create_needed_holders(connection)
     _create_reached(connection)
     gold = connection.sql(
         """SELECT g.* FROM gold_rows g SEMI JOIN reached r ON r.qid = g.subject_qid
@@ -191,7 +218,7 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
         shared_label_subjects=frozenset(
             qid
             for (qid,) in connection.execute(
-                "SELECT qid FROM subject_kinds k SEMI JOIN reached USING (qid) WHERE k.shared"
+                "SELECT qid FROM subject_names k SEMI JOIN reached USING (qid) WHERE k.shared"
             ).fetchall()
         ),
         unnameable_subjects=unnameable,
@@ -222,13 +249,57 @@ def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ..
         WHERE t.pid IN ({wanted}) AND len(coalesce(t.uncertain_value_qids, [])) > 0""")  # fmt: skip
 
 
-def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
-    """``needed_holders``: the members of the holder blocks the roots draw related subjects
-    from (``cross_entity_then``), with their group's size and their position in it."""
+def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
+    """The ``SNAPSHOT_TABLES`` of the snapshot whose ``SOURCES`` are ``src_<name>`` on
+    ``connection``, for the properties ``pids``."""
+    _create_gold_rows(connection, pids)
+    _create_subject_names(connection)
+    _create_holder_groups(connection)
+    connection.execute("""CREATE TEMP TABLE first_seen AS
+        WITH dated AS (
+            SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
+            WHERE valid_from IS NOT NULL AND NOT is_timeless
+            UNION ALL
+            SELECT value_qid, valid_from FROM src_fact_intervals
+            WHERE valid_from IS NOT NULL AND NOT is_timeless)
+        SELECT qid, min(valid_from) AS first FROM dated GROUP BY qid""")  # fmt: skip
+
+
+def _create_subject_names(connection: duckdb.DuckDBPyConnection) -> None:
+    """``subject_names``: per subject with a gold, its ``Shard`` hash, whether it is nameable
+    without digits (``plain``: a holder of ``cross_entity_then``), named with a label
+    another subject shares, or not nameable at all (``SnapshotFacts.subject_name``). Python
+    decides each row inside DuckDB, a vector at a time, so the table stays within DuckDB's
+    memory limit at any snapshot size."""
+    connection.create_function(
+        "shard_hash", lambda qids: pa.array(list(map(shard_hash, qids.to_pylist())), pa.uint64()),
+        [VARCHAR], UBIGINT, type="arrow", side_effects=False,
+    )  # fmt: skip
+    connection.create_function(
+        "name_kind", _name_kinds, [VARCHAR, VARCHAR, BOOLEAN], TINYINT, type="arrow",
+        null_handling="special", side_effects=False,
+    )  # fmt: skip
+    connection.execute(f"""CREATE TEMP TABLE subject_names AS
+        WITH labelled AS (
+            SELECT s.subject_qid AS qid, l.label, l.description,
+                   count(l.label) OVER (PARTITION BY l.label) > 1 AS shared
+            FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
+            LEFT JOIN src_labels l ON l.qid = s.subject_qid),
+        kinds AS (SELECT qid, shared, name_kind(label, description, shared) AS kind FROM labelled)
+        SELECT qid, shard_hash(qid) AS hash, kind = {_PLAIN} AS plain, shared,
+               kind = {_UNNAMEABLE} AS unnameable
+        FROM kinds""")  # fmt: skip
+
+
+def _create_holder_groups(connection: duckdb.DuckDBPyConnection) -> None:
+    """``relation_rows``: the golds of the ``cross_entity_then`` relations, with whether the
+    subject is ``plain`` and the pair timeless; ``holder_groups``: the plain holders of each
+    (relation, value, year or '' for timeless), with the group's size and each one's
+    position in it by QID number."""
     connection.execute(f"""CREATE TEMP TABLE relation_rows AS
-        SELECT g.*, k.is_root, k.plain,
+        SELECT g.*, k.plain,
                bool_and(g.anchor IS NULL) OVER (PARTITION BY g.subject_qid, g.pid) AS timeless
-        FROM gold_rows g JOIN subject_kinds k ON k.qid = g.subject_qid
+        FROM gold_rows g JOIN subject_names k ON k.qid = g.subject_qid
         WHERE g.pid IN ({sql_list(RELATIONS)})""")  # fmt: skip
     connection.execute("""CREATE TEMP TABLE holder_groups AS
         WITH holders AS (
@@ -240,28 +311,36 @@ def _create_holders(connection: duckdb.DuckDBPyConnection) -> None:
                                ORDER BY CAST(subject_qid[2:] AS BIGINT)) - 1 AS position,
             count(*) OVER (PARTITION BY relation, value_qid, anchor) AS size
         FROM holders""")  # fmt: skip
+
+
+def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
+    """``needed_holders``: the members of the holder blocks the roots draw related subjects
+    from (``cross_entity_then``), with their group's size and their position in it."""
     blocks = f"CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT)"
     connection.execute(f"""CREATE TEMP TABLE needed_holders AS
         WITH root_years AS (
             SELECT DISTINCT g.subject_qid, g.anchor FROM gold_rows g
-            JOIN subject_kinds k ON k.qid = g.subject_qid AND k.is_root
+            SEMI JOIN roots r ON r.qid = g.subject_qid
             WHERE length(g.anchor) = 4),
+        root_relations AS (
+            SELECT * FROM relation_rows g SEMI JOIN roots r ON r.qid = g.subject_qid),
         asked AS (
-            SELECT subject_qid, pid, unnest(value_qids) AS value_qid, anchor FROM relation_rows
-            WHERE is_root AND NOT timeless AND length(anchor) = 4
+            SELECT subject_qid, pid, unnest(value_qids) AS value_qid, anchor FROM root_relations
+            WHERE NOT timeless AND length(anchor) = 4
             UNION ALL
             SELECT r.subject_qid, r.pid, unnest(r.value_qids), y.anchor
-            FROM relation_rows r JOIN root_years y USING (subject_qid)
-            WHERE r.is_root AND r.timeless),
+            FROM root_relations r JOIN root_years y USING (subject_qid)
+            WHERE r.timeless),
         groups AS (
             SELECT subject_qid AS root, pid AS relation, value_qid, anchor FROM asked
             UNION SELECT subject_qid, pid, value_qid, '' FROM asked),
+        sizes AS (
+            SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups
+            SEMI JOIN groups USING (relation, value_qid, anchor)),
         needed_blocks AS (
             SELECT DISTINCT h.relation, h.value_qid, h.anchor,
                 CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT) % {blocks} AS block
-            FROM groups g
-            JOIN (SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups) h
-                USING (relation, value_qid, anchor)),
+            FROM groups g JOIN sizes h USING (relation, value_qid, anchor)),
         member_blocks AS (
             SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
             UNION ALL
@@ -277,7 +356,7 @@ def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
     and the related subjects of ``needed_holders``."""
     hops = sql_list(HOP_PIDS)
     connection.execute(f"""CREATE TEMP TABLE reached AS
-        WITH d0 AS (SELECT qid FROM subject_kinds WHERE is_root),
+        WITH d0 AS (SELECT qid FROM roots),
         d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
         d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
                WHERE pid IN ({hops})),
@@ -287,32 +366,13 @@ def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
         UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
 
 
-def _create_subject_kinds(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
-    """``subject_kinds``: per subject with a gold, whether it is a root of ``shard``, nameable
-    without digits (``plain``: a holder of ``cross_entity_then``) and named with a label
-    another subject shares. Returns how many subjects cannot be named
-    (``SnapshotFacts.subject_name``). Python decides each row inside DuckDB, a vector at a
-    time, so the table stays within DuckDB's memory limit at any snapshot size."""
-    connection.create_function(
-        "in_shard", lambda qids: pa.array([shard.holds(qid) for qid in qids.to_pylist()]),
-        [VARCHAR], BOOLEAN, type="arrow", side_effects=False,
-    )  # fmt: skip
-    connection.create_function(
-        "name_kind", _name_kinds, [VARCHAR, VARCHAR, BOOLEAN], TINYINT, type="arrow",
-        null_handling="special", side_effects=False,
-    )  # fmt: skip
-    connection.execute(f"""CREATE TEMP TABLE subject_kinds AS
-        WITH labelled AS (
-            SELECT s.subject_qid AS qid, l.label, l.description,
-                   count(l.label) OVER (PARTITION BY l.label) > 1 AS shared
-            FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
-            LEFT JOIN src_labels l ON l.qid = s.subject_qid),
-        kinds AS (SELECT qid, shared, name_kind(label, description, shared) AS kind FROM labelled)
-        SELECT qid, in_shard(qid) AS is_root, kind = {_PLAIN} AS plain, shared,
-               kind = {_UNNAMEABLE} AS unnameable
-        FROM kinds""")  # fmt: skip
+def _create_roots(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
+    """``roots``: the subjects of ``shard`` (by their hash in ``subject_names``). Returns
+    how many subjects of the snapshot cannot be named (``SnapshotFacts.subject_name``)."""
+    connection.execute(f"""CREATE TEMP TABLE roots AS
+        SELECT qid FROM subject_names WHERE hash % {shard.count} = {shard.index}""")  # fmt: skip
     [(unnameable,)] = connection.execute(
-        "SELECT count(*) FROM subject_kinds WHERE unnameable"
+        "SELECT count(*) FROM subject_names WHERE unnameable"
     ).fetchall()
     return unnameable
 
@@ -337,17 +397,11 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """For each entity of ``bounded`` (the reached subjects and their golds' values, whose
     existence bounds a timeless value), the first day of any dated statement it takes part in,
     as subject or value, anywhere in the snapshot."""
-    table = connection.sql(
-        """WITH dated AS (
-               SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
-               WHERE valid_from IS NOT NULL AND NOT is_timeless
-               UNION ALL
-               SELECT value_qid, valid_from FROM src_fact_intervals
-               WHERE valid_from IS NOT NULL AND NOT is_timeless)
-           SELECT qid, min(valid_from) AS first FROM dated SEMI JOIN bounded USING (qid)
-           GROUP BY qid"""
-    ).to_arrow_table()
-    table = python_dates(table)
+    table = python_dates(
+        connection.sql(
+            "SELECT qid, first FROM first_seen SEMI JOIN bounded USING (qid)"
+        ).to_arrow_table()
+    )
     return {
         qid: day.toordinal()
         for qid, day in zip(

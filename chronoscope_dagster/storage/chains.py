@@ -5,6 +5,7 @@ regeneration), which read here, call the core and write here."""
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from chronoscope_dagster.chains.reach import (
     root_subjects_sql,
     sampled_source_facts,
     source_facts,
+    write_snapshot_index,
 )
 from chronoscope_dagster.chains.records import TURNS_SCHEMA, generate_families, merged_turns_sql
 from chronoscope_dagster.processes import in_own_process
@@ -51,11 +53,38 @@ def root_subject_count(warehouse: Warehouse, year: str) -> int:
     return count
 
 
-def warehouse_facts(warehouse: Warehouse, year: str, shard: Shard | None = None) -> SnapshotFacts:
+def warehouse_facts(
+    warehouse: Warehouse, year: str, shard: Shard | None = None, *, indexed: bool = False
+) -> SnapshotFacts:
     """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
-    without one)."""
+    without one); ``indexed``: from the snapshot index ``write_chain_index`` wrote."""
     sources = snapshot_sources(warehouse, year)
-    return source_facts(year, sources, shard, config=warehouse.duckdb_settings())
+    return source_facts(
+        year, sources, shard, config=warehouse.duckdb_settings(),
+        snapshot_index=chain_index_dir(warehouse, year) if indexed else None,
+    )  # fmt: skip
+
+
+CHAIN_INDEX = "chain_index"
+
+
+def chain_index_dir(warehouse: Warehouse, year: str) -> Path:
+    """Where a snapshot's shard steps read its snapshot-wide tables until the merge."""
+    return warehouse.partition_dir(warehouse.shard_asset(CHAIN_INDEX), snapshot_year=year)
+
+
+def write_chain_index(warehouse: Warehouse, year: str) -> None:
+    """Write what every shard step of snapshot ``year`` reads of the whole snapshot
+    (``write_snapshot_index``), once, before the steps."""
+    directory = chain_index_dir(warehouse, year)
+    shutil.rmtree(directory, ignore_errors=True)
+    write_snapshot_index(
+        snapshot_sources(warehouse, year), directory, config=warehouse.duckdb_settings()
+    )
+
+
+def drop_chain_index(warehouse: Warehouse, year: str) -> None:
+    warehouse.drop_shards(CHAIN_INDEX, snapshot_year=year)
 
 
 def sampled_warehouse_facts(
@@ -111,8 +140,9 @@ def write_shard_families(
     write each one's turns and refusals as the part ``key`` of its family; return the rest."""
     left = {}
     outputs = generate_families(
-        partial(warehouse_facts, warehouse, year), families, language, seed, workers, shard
-    )
+        partial(warehouse_facts, warehouse, year, indexed=True),
+        families, language, seed, workers, shard,
+    )  # fmt: skip
     for family, output in outputs:
         parts = warehouse.shard_asset(f"family_{family}")
         warehouse.write_table(parts, output.table, snapshot_year=year, shard=key)

@@ -124,6 +124,31 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_truth_hom
         assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)
 
 
+def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
+    sample_truth_home, tmp_path
+):
+    """A shard step reads the snapshot-wide tables its plan wrote once (``write_chain_index``);
+    its chains and refusals are those of the index that computes them itself."""
+    from chronoscope_dagster.chains.facts import Shard
+    from chronoscope_dagster.chains.reach import source_facts, write_snapshot_index
+    from chronoscope_dagster.chains.records import generate_family
+    from chronoscope_dagster.storage.chains import snapshot_sources
+    from chronoscope_dagster.warehouse import Warehouse
+
+    sources = snapshot_sources(Warehouse(sample_truth_home), "2025")
+    write_snapshot_index(sources, tmp_path)
+    templates = default_templates()
+    for shard in (Shard(0, 2), Shard(1, 3)):
+        in_place = source_facts("2025", sources, shard)
+        indexed = source_facts("2025", sources, shard, snapshot_index=tmp_path)
+        assert indexed.wide == in_place.wide
+        for family in FAMILIES:
+            expected = generate_family(in_place, family, templates, 5)
+            found = generate_family(indexed, family, templates, 5)
+            assert found.table.equals(expected.table), family
+            assert found.refused == expected.refused, family
+
+
 def test_roots_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
     """The shard count for at most N roots a shard: every subject a chain may start from is
     counted, and the count is rounded up, never below the shards asked for."""
