@@ -145,6 +145,14 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         help="probe each model on the first N items of each question type (default: all)",
     )
     run.add_argument(
+        "--probe-memories",
+        nargs="*",
+        metavar="MEMORY",
+        help="memory systems the probe runs through each model: ingest_time_memory, "
+        "valid_time_memory (the default: both) or module:Class, your own on the Python path; "
+        "none after the option runs none",
+    )
+    run.add_argument(
         "--probe-file",
         metavar="FILE",
         help="probe a LongMemEval-shaped file (e.g. longmemeval_s.json) instead of the authored "
@@ -338,6 +346,7 @@ def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from chronoscope_dagster.memory.plugin import MemoryPluginError, load_factory
     from chronoscope_dagster.paraphrase.template_variants import uses_templates
 
     if args.threads < 0:
@@ -350,6 +359,11 @@ def _run(args: argparse.Namespace) -> int:
     ):
         if file and not Path(file).expanduser().is_file():
             raise UsageError(f"{option}: no such file: {file}")
+    for memory in args.probe_memories or ():
+        try:
+            load_factory(memory)
+        except MemoryPluginError as error:
+            raise UsageError(f"--probe-memories: {error}") from None
     paraphraser = args.paraphraser if not uses_templates(args.paraphraser or "") else None
     models = _model_registry(args.models, paraphraser)
     for year, source in dumps.items():
@@ -407,6 +421,7 @@ def _settings(args: argparse.Namespace) -> BenchmarkSettings:
         "per_stratum": args.per_stratum,
         "self_per_stratum": args.self_per_stratum,
         "probe_items_per_type": args.probe_items_per_type,
+        "probe_memories": args.probe_memories,
         "paraphrase_chains": args.paraphrase_chains,
         "paraphraser": args.paraphraser,
     }

@@ -87,6 +87,7 @@ EXPECTED_CHECKS = {
     ("paraphrase_metrics", "metrics_reference_systems_behave"),
     ("paraphrase_metrics", "metrics_in_range_and_consistent"),
     ("probe_corpus", "probe_corpus_valid"),
+    ("probe_runs", "probe_memory_stores_undated"),
 }
 NON_BLOCKING_CHECKS = {
     "predictions_without_errors",

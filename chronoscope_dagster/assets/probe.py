@@ -11,15 +11,29 @@ import pyarrow as pa
 from pydantic import Field
 
 from chronoscope_dagster.markdown import markdown_table
+from chronoscope_dagster.memory.plugin import load_factory, memory_for_model, reads_its_prompt
+from chronoscope_dagster.memory.runs import RULE_READER, MemoryRun, rule_reader_runs, run_memory
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.probe.agents import chat_agent_for_model
 from chronoscope_dagster.probe.assemble import build_corpus
 from chronoscope_dagster.probe.corpus import export_corpus, first_per_type, read_corpus, specs_path
 from chronoscope_dagster.probe.judge import judge_for_model
-from chronoscope_dagster.probe.report import build_report, render_markdown
-from chronoscope_dagster.probe.runs import ROW_FIELDS, ProbeRun, run_probe
+from chronoscope_dagster.probe.report import (
+    build_report,
+    memory_scores,
+    render_markdown,
+    render_memory_markdown,
+)
+from chronoscope_dagster.probe.runs import ROW_FIELDS, run_probe
 from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
-from chronoscope_dagster.storage.probe import CORPUS_FILE, RUN_FILE, load_corpus
+from chronoscope_dagster.storage.probe import (
+    CORPUS_FILE,
+    MEMORY_RUNS_FILE,
+    RUN_FILE,
+    load_corpus,
+    load_memory_runs,
+    load_run,
+)
 from chronoscope_dagster.warehouse import Warehouse
 
 
@@ -97,7 +111,9 @@ def probe_corpus(
     pool="model_calls",
     description="The probe's four arms for one model: control (timestamps and text), probe "
     "(timestamps only, through the typed channel), oracle ceiling (gold sessions) and "
-    "timestamp-blind floor; one row per (arm, item) with the checker's verdict.",
+    "timestamp-blind floor; then each memory system of the settings answering through the "
+    "model (control and probe arms); one row per (system, arm, item) with the checker's "
+    "verdict.",
 )
 def probe_runs(
     context: dg.AssetExecutionContext,
@@ -109,7 +125,13 @@ def probe_runs(
     model = context.partition_key
     spec = models.spec(model)
     corpus = first_per_type(load_corpus(warehouse), benchmark_settings.probe_items_per_type)
-    context.log.info(f"probing {model} on {len(corpus.items)} items, four arms")
+    memories = benchmark_settings.probe_memories if reads_its_prompt(spec) else []
+    for name in memories:
+        load_factory(name)
+    context.log.info(
+        f"probing {model} on {len(corpus.items)} items, four arms, and memories "
+        f"{', '.join(memories) or '(none)'}"
+    )
     started = time.perf_counter()
     cache = warehouse.response_cache_path
     judging = (
@@ -119,14 +141,22 @@ def probe_runs(
     )
     with chat_agent_for_model(spec, cache) as agent, judging as judge:
         run = run_probe(corpus, agent, model=model, judge=judge)
-    rows = pa.Table.from_pylist([row.as_dict() for row in run.rows])
+    memory_runs = []
+    for name in memories:
+        with memory_for_model(name, spec, cache) as memory:
+            memory_runs.append(run_memory(corpus, memory, name=name, reader=model))
+    all_rows = [*run.rows, *(row for m in memory_runs for row in m.run.rows)]
+    rows = pa.Table.from_pylist([row.as_dict() for row in all_rows])
     warehouse.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
     with warehouse.writing("probe_runs", RUN_FILE, model=model) as path:
         path.write_text(json.dumps(run.as_dict(), indent=2, sort_keys=True, default=str) + "\n")
-    accuracy = {}
-    for row in run.rows:
-        correct, total = accuracy.get(row.arm, (0, 0))
-        accuracy[row.arm] = (correct + row.check_correct, total + 1)
+    with warehouse.writing("probe_runs", MEMORY_RUNS_FILE, model=model) as path:
+        records = [m.as_dict() for m in memory_runs]
+        path.write_text(json.dumps(records, indent=2, sort_keys=True, default=str) + "\n")
+    accuracy: dict[tuple[str, str], tuple[int, int]] = {}
+    for row in all_rows:
+        correct, total = accuracy.get((row.system, row.arm), (0, 0))
+        accuracy[(row.system, row.arm)] = (correct + row.check_correct, total + 1)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(warehouse.data_version("probe_runs", model=model)),
         metadata={
@@ -134,8 +164,11 @@ def probe_runs(
             "seconds": round(time.perf_counter() - started, 1),
             "accuracy": dg.MetadataValue.md(
                 markdown_table(
-                    ["arm", "correct", "n", "accuracy"],
-                    [(arm, c, n, f"{c / n:.3f}") for arm, (c, n) in accuracy.items()],
+                    ["system", "arm", "correct", "n", "accuracy"],
+                    [
+                        (system, arm, c, n, f"{c / n:.3f}")
+                        for (system, arm), (c, n) in accuracy.items()
+                    ],
                 )
             ),
         },
@@ -146,26 +179,36 @@ def probe_runs(
     deps=["probe_runs"],
     group_name="probe",
     kinds={"markdown"},
-    description="Per model: accuracy per arm with n, the control-probe difference, a paired "
-    "per-item comparison with an exact sign test, what timestamps were delivered, and "
-    "provenance (corpus id and SHA-256, fingerprints of the ids and judge templates).",
+    description="The memory systems side by side (each store with the rule reader, no model, "
+    "over the whole corpus, and through each model): n, accuracy under control and probe, "
+    "the exact sign test of their difference. Then per model: accuracy per arm with n, the "
+    "control-probe difference, a paired per-item comparison with an exact sign test, what "
+    "timestamps were delivered, and provenance (corpus id and SHA-256, fingerprints of the "
+    "ids and judge templates).",
 )
 def probe_report(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeResult:
     corpus = load_corpus(warehouse)
     sections = []
     reports = {}
+    memory_runs: list[MemoryRun] = rule_reader_runs(corpus) if corpus.specs else []
     for partition in warehouse.partitions("probe_runs"):
-        path = warehouse.partition_dir("probe_runs", **partition) / RUN_FILE
-        run = ProbeRun.from_dict(json.loads(path.read_text()))
-        report = build_report(run, corpus)
-        reports[partition["model"]] = report.as_dict()
+        model = partition["model"]
+        report = build_report(load_run(warehouse, model), corpus)
+        reports[model] = report.as_dict()
         sections.append(render_markdown(report))
+        memory_runs += load_memory_runs(warehouse, model)
     if not sections:
         raise dg.Failure("no probe_runs partition is materialized yet")
+    scores = memory_scores([m.run for m in memory_runs])
+    if scores:
+        sections.insert(0, render_memory_markdown(scores, RULE_READER))
     markdown = "\n\n".join(sections)
     with warehouse.writing("probe_report", "report.md") as path:
         path.write_text(markdown, encoding="utf-8")
-    warehouse.write_report("probe_report", reports)
+    warehouse.write_report(
+        "probe_report",
+        {"memory_systems": [score.as_dict() for score in scores], "models": reports},
+    )
     return dg.MaterializeResult(
         data_version=dg.DataVersion(warehouse.data_version("probe_report")),
         metadata={

@@ -12,6 +12,7 @@ import dagster as dg
 from chronoscope_dagster.automation import SOURCES_OBSERVED
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.llm.registry import ModelSpec
+from chronoscope_dagster.memory.plugin import source_file
 from chronoscope_dagster.paraphrase.template_variants import TEMPLATES_PARAPHRASER, uses_templates
 from chronoscope_dagster.partitions import model_partitions, snapshot_year_partitions
 from chronoscope_dagster.resources import BenchmarkSettings, DumpSources, ModelRegistry
@@ -52,7 +53,8 @@ SETTINGS_SPECS = {
     "entry).",
     "probe_source": "The LongMemEval-shaped file probed instead of the authored and generated "
     "items (its path and content), or none.",
-    "probe_run_settings": "How many items of each question type the probe runs.",
+    "probe_run_settings": "How many items of each question type the probe runs, and the "
+    "memory systems it runs through each model (a plug-in by its module's content).",
 }
 
 
@@ -85,7 +87,10 @@ def settings(
             {"chains": s.paraphrase_chains, "paraphraser": paraphraser}
         ),
         "probe_source": settings_version({"path": s.probe_file}, s.probe_file),
-        "probe_run_settings": settings_version({"items_per_type": s.probe_items_per_type}),
+        "probe_run_settings": settings_version(
+            {"items_per_type": s.probe_items_per_type, "memories": s.probe_memories},
+            *(source_file(name) for name in s.probe_memories),
+        ),
     }
     for key, (version, described) in observed.items():
         yield dg.ObserveResult(

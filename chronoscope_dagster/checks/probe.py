@@ -1,10 +1,13 @@
-"""The probe's gate: the exported corpus keeps every rule of the corpus."""
+"""The probe's gates: the exported corpus keeps every rule of the corpus, and the memory
+systems' stores keep the one that matters most: no message holds a date."""
 
 import dagster as dg
 
+from chronoscope_dagster.checks.partitions import checked_partitions
+from chronoscope_dagster.memory.runs import store_problems
 from chronoscope_dagster.probe.corpus import CorpusError
 from chronoscope_dagster.probe.longmemeval import FormatError
-from chronoscope_dagster.storage.probe import load_corpus
+from chronoscope_dagster.storage.probe import load_corpus, load_memory_runs
 from chronoscope_dagster.warehouse import Warehouse
 
 
@@ -24,6 +27,32 @@ def probe_corpus_valid(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckR
     return dg.AssetCheckResult(
         passed=not problems,
         metadata={
+            "problems": len(problems),
+            "first_problems": dg.MetadataValue.json(problems[:20]),
+        },
+    )
+
+
+@dg.asset_check(
+    asset="probe_runs",
+    blocking=True,
+    description="Read back from every store the built-in memory systems wrote: no stored "
+    "message holds a date, in either arm, and no session header does under the probe arm; "
+    "time lives only in the stamps, so a memory cannot answer from dates in its text.",
+)
+def probe_memory_stores_undated(
+    context: dg.AssetCheckExecutionContext, warehouse: dg.ResourceParam[Warehouse]
+) -> dg.AssetCheckResult:
+    problems: list[str] = []
+    messages = 0
+    for partition in checked_partitions(context, warehouse, "probe_runs"):
+        runs = load_memory_runs(warehouse, partition["model"])
+        messages += sum(audit.messages for run in runs for audit in run.stored.values())
+        problems += [f"{partition['model']}: {problem}" for problem in store_problems(runs)]
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={
+            "stored_messages": messages,
             "problems": len(problems),
             "first_problems": dg.MetadataValue.json(problems[:20]),
         },

@@ -44,7 +44,13 @@ class MemoryRun:
     @classmethod
     def from_dict(cls, record: Mapping[str, Any]) -> MemoryRun:
         stored = {
-            arm: StoreAudit(**{**audit, "examples": tuple(audit["examples"])})
+            arm: StoreAudit(
+                **{
+                    **audit,
+                    "message_examples": tuple(audit["message_examples"]),
+                    "header_examples": tuple(audit["header_examples"]),
+                }
+            )
             for arm, audit in record["stored"].items()
         }
         return cls(ProbeRun.from_dict(record["run"]), stored)
@@ -93,11 +99,11 @@ def store_problems(runs: Sequence[MemoryRun]) -> list[str]:
             if audit.date_like_messages:
                 problems.append(
                     f"{where}, {arm} arm: {audit.date_like_messages} stored message(s) hold a "
-                    f"date: {'; '.join(audit.examples[:5])}"
+                    f"date: {'; '.join(audit.message_examples[:5])}"
                 )
             if arm == Arm.PROBE and audit.date_like_headers:
                 problems.append(
                     f"{where}, probe arm: {audit.date_like_headers} stored session header(s) "
-                    f"hold a date: {'; '.join(audit.examples[:5])}"
+                    f"hold a date: {'; '.join(audit.header_examples[:5])}"
                 )
     return problems

@@ -46,37 +46,41 @@ class Stamping(StrEnum):
 class StoreAudit:
     """What a memory wrote, read back from its stores: ``date_like_messages`` counts stored
     messages whose text holds a date (the probe's corpus rule: it must stay 0),
-    ``date_like_headers`` session headers that do (the control arm's are dated by design)."""
+    ``date_like_headers`` session headers that do (the control arm's are dated by design);
+    the first few of each are quoted."""
 
     episodes: int = 0
     sessions: int = 0
     messages: int = 0
     date_like_messages: int = 0
     date_like_headers: int = 0
-    examples: tuple[str, ...] = field(default_factory=tuple)
+    message_examples: tuple[str, ...] = field(default_factory=tuple)
+    header_examples: tuple[str, ...] = field(default_factory=tuple)
 
     def add(self, store: MessageStore) -> StoreAudit:
         sessions = store.sessions()
         messages = store.messages()
-        found = [
-            f"session {index} header: {mention.rule} {mention.text!r}"
+        headers = [
+            f"session {index}: {mention.rule} {mention.text!r}"
             for index, header in sessions
             for mention in date_mentions(header)
         ]
-        dated_headers = len({index for index, header in sessions if date_mentions(header)})
-        dated_messages = 0
-        for message in messages:
-            mentions = date_mentions(message.content)
-            dated_messages += bool(mentions)
-            found += [f"message {message.id}: {m.rule} {m.text!r}" for m in mentions]
+        texts = [
+            f"message {message.id}: {mention.rule} {mention.text!r}"
+            for message in messages
+            for mention in date_mentions(message.content)
+        ]
         return replace(
             self,
             episodes=self.episodes + 1,
             sessions=self.sessions + len(sessions),
             messages=self.messages + len(messages),
-            date_like_messages=self.date_like_messages + dated_messages,
-            date_like_headers=self.date_like_headers + dated_headers,
-            examples=(*self.examples, *found)[:AUDIT_EXAMPLES],
+            date_like_messages=self.date_like_messages
+            + sum(bool(date_mentions(m.content)) for m in messages),
+            date_like_headers=self.date_like_headers
+            + sum(bool(date_mentions(header)) for _, header in sessions),
+            message_examples=(*self.message_examples, *texts)[:AUDIT_EXAMPLES],
+            header_examples=(*self.header_examples, *headers)[:AUDIT_EXAMPLES],
         )
 
 

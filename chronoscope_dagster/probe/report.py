@@ -214,11 +214,11 @@ class MemoryScore:
     n: int
     control: ArmScore
     probe: ArmScore
+    control_minus_probe: float | None
     paired: PairedComparison
 
-    @property
-    def control_minus_probe(self) -> float | None:
-        return self.paired.difference
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def memory_scores(runs: Sequence[ProbeRun]) -> tuple[MemoryScore, ...]:
@@ -235,6 +235,7 @@ def memory_scores(runs: Sequence[ProbeRun]) -> tuple[MemoryScore, ...]:
                 n=paired.n,
                 control=_arm_score(Arm.CONTROL, control),
                 probe=_arm_score(Arm.PROBE, probe),
+                control_minus_probe=paired.difference,
                 paired=paired,
             )
         )

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import dagster as dg
 import yaml
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from chronoscope_dagster.chains.stats import DEFAULT_PER_FAMILY
+from chronoscope_dagster.memory.plugin import DEFAULT_MEMORIES, check_name
 
 SETTINGS_ENV = "CHRONOSCOPE_SETTINGS"
 SAMPLE_SUBSET_CHAINS = 24
@@ -71,6 +72,21 @@ class BenchmarkSettings(dg.ConfigurableResource):
         description="Probe only the first N items of each question type (0: every item); the "
         "embedded CPU model takes about 2 s per item and arm.",
     )
+    probe_memories: list[str] = Field(
+        default=list(DEFAULT_MEMORIES),
+        description="Memory systems the probe runs through each model (control and probe arms): "
+        "the built-in ingest_time_memory and valid_time_memory, or module:Class, a system of "
+        "your own on the Python path (README, The time-grounded probe).",
+    )
+
+    @field_validator("probe_memories")
+    @classmethod
+    def _memory_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            check_name(name)
+        if len(set(names)) < len(names):
+            raise ValueError(f"a memory is named twice: {names}")
+        return names
 
     @classmethod
     def from_environment(cls) -> BenchmarkSettings:
