@@ -4,6 +4,7 @@ chronoscope run [--home DIR] [--dump YEAR=PATH_OR_URL ...] [--models FILE] [--se
 chronoscope sql [--home DIR] "QUERY"
 chronoscope models list [--models FILE] | add NAME --backend B [...] | convert OUT_DIR [...]
 chronoscope report [--home DIR] [--models FILE]
+chronoscope export --format hf [--home DIR] OUT_DIR
 chronoscope probe --export FILE [--generated N] [--seed S]
 """
 
@@ -54,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="chronoscope", description="Build and evaluate the ChronoScope benchmark with Dagster."
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for add in (_add_run, _add_models, _add_probe, _add_report, _add_sql):
+    for add in (_add_run, _add_models, _add_probe, _add_report, _add_sql, _add_export):
         add(commands)
     return parser
 
@@ -279,6 +280,27 @@ def _add_sql(commands: argparse._SubParsersAction) -> None:
     _home_argument(sql)
     sql.add_argument("query", help='e.g. "SELECT pid, count(*) FROM claims GROUP BY pid"')
     sql.set_defaults(handler=_sql)
+
+
+def _add_export(commands: argparse._SubParsersAction) -> None:
+    """``chronoscope export --format hf``: the benchmark as a Hugging Face dataset folder."""
+    export = commands.add_parser(
+        "export",
+        help="write the benchmark as a dataset folder the Hugging Face datasets library loads",
+        description="Materialize benchmark_release (with its check) from the benchmark the home "
+        "holds, without building anything upstream of it, and copy it into OUT_DIR: "
+        "README.md (the dataset card) and data/<split>-00000-of-00001.parquet. Other files in "
+        "OUT_DIR are left alone, except split files of an earlier export.",
+    )
+    _home_argument(export)
+    export.add_argument(
+        "--format",
+        required=True,
+        choices=("hf",),
+        help="hf: Parquet splits and a dataset card, for load_dataset('parquet', data_dir=OUT_DIR)",
+    )
+    export.add_argument("out_dir", metavar="OUT_DIR", help="folder to write (created if missing)")
+    export.set_defaults(handler=_export)
 
 
 def _home_argument(parser: argparse.ArgumentParser) -> None:
@@ -550,6 +572,36 @@ def _report(args: argparse.Namespace) -> int:
     markdown = (warehouse.home / "report" / "report.md").read_text(encoding="utf-8")
     print(markdown.split("\n## Plots", 1)[0].rstrip())
     print(f"\nreport: {warehouse.home / 'report' / 'report.html'}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    warehouse = _warehouse(args.home)
+    if not warehouse.has("turns"):
+        raise UsageError(f"no benchmark in {warehouse.home}; run `chronoscope run` first")
+    out = Path(args.out_dir).expanduser()
+    if _not_a_directory(out):
+        raise UsageError(f"{out} exists and is not a directory")
+    os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
+    _ensure_dagster_home(warehouse)
+    from chronoscope_dagster.home_lock import HomeLocked
+    from chronoscope_dagster.orchestration import RunFailed, run_selection
+    from chronoscope_dagster.storage.release import copy_release, release_split_rows
+
+    try:
+        run_selection(
+            home=str(warehouse.home),
+            selection="key:benchmark_release",
+            upstream=False,
+            echo=lambda line: print(line, file=sys.stderr),
+        )
+    except (RunFailed, HomeLocked) as failure:
+        print(f"chronoscope: {failure}", file=sys.stderr)
+        return 1
+    copy_release(warehouse.partition_dir("benchmark_release"), out)
+    for split, rows in release_split_rows(out).items():
+        print(f"{split}: {rows:,} turns")
+    print(f"dataset card: {out / 'README.md'}")
     return 0
 
 

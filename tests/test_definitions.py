@@ -35,6 +35,11 @@ EXPECTED_ASSETS = {
     "benchmark_stats": (["chains", "turns"], "chains", None),
     "eval_sample": (["chains", "sample_settings", "turns"], "chains", None),
     "benchmark_jsonl": (["turns"], "chains", None),
+    "benchmark_release": (
+        ["benchmark_stats", "chains", "eval_sample", "metrics", "paraphrased_subset", "turns"],
+        "chains",
+        None,
+    ),
     "predictions": (["eval_sample", "model_entry", "turns"], "evaluation", "model x setting"),
     "metrics": (["predictions"], "evaluation", "model x setting"),
     "paraphrased_subset": (
@@ -77,6 +82,7 @@ EXPECTED_CHECKS = {
     ("turns", "turns_expectations"),
     ("chains", "chains_complete_and_unique"),
     ("chains", "chains_deterministic"),
+    ("benchmark_release", "benchmark_release_matches_sources"),
     ("predictions", "predictions_one_per_turn"),
     ("predictions", "predictions_without_errors"),
     ("metrics", "metrics_reference_systems_behave"),

@@ -4,6 +4,7 @@ families from one index of what its chains reach), then the merged benchmark."""
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import asdict
 from decimal import Decimal
 from functools import partial
 from pathlib import Path
@@ -26,12 +27,12 @@ from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
 from chronoscope_dagster.chains.reach import DEFAULT_ROOTS_PER_SHARD, shard_count
 from chronoscope_dagster.chains.stats import (
-    STATS_COLUMNS,
     VALIDITY_COLUMNS,
     benchmark_stats_sql,
     eval_sample_sql,
-    paper_table2,
     scope_dependent_target,
+    table2_markdown,
+    validity_markdown,
 )
 from chronoscope_dagster.llm.blind import (
     BLIND_COLUMNS,
@@ -42,6 +43,7 @@ from chronoscope_dagster.llm.blind import (
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
+from chronoscope_dagster.release import CARD_FILE, CODE_LINEAGE
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.resources.warehouse import refresh_views
 from chronoscope_dagster.sharding import Part, Shard, sharded_asset
@@ -56,6 +58,7 @@ from chronoscope_dagster.storage.chains import (
     write_merged_family,
     write_shard_families,
 )
+from chronoscope_dagster.storage.release import write_release
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
 
@@ -340,30 +343,17 @@ def benchmark_stats(
         values = [blind.get(family, {}).get(column) for family in table["family"].to_pylist()]
         table = table.append_column(column, pa.array(values, pa.float64()))
     warehouse.write_table("benchmark_stats", table)
-    rows = [tuple(row.values()) for row in table.to_pylist()]
+    warehouse.write_report("benchmark_stats", {"seed": config.seed})
+    rows = table.to_pylist()
     refresh_views(warehouse, duckdb)
-    paper = paper_table2()
-    header = ["family", *(f"{c} (ours / paper)" for c in STATS_COLUMNS)]
-    shape = len(STATS_COLUMNS) + 1
-    table = [
-        (
-            family,
-            *(
-                f"{ours} / {paper.get(family, {}).get(c, '-')}"
-                for c, ours in zip(STATS_COLUMNS, values[: shape - 1], strict=True)
-            ),
-        )
-        for family, *values in rows
-    ]
     columns = (*VALIDITY_COLUMNS, *BLIND_COLUMNS)
-    validity = [(row[0], *row[shape:]) for row in rows]
-    overall = dict(zip(columns, rows[-1][shape:], strict=True)) if rows else {}
+    overall = {column: rows[-1][column] for column in columns} if rows else {}
     return dg.MaterializeResult(
         data_version=dg.DataVersion(warehouse.data_version("benchmark_stats")),
         metadata={
             "dagster/row_count": len(rows),
-            "table2": dg.MetadataValue.md(markdown_table(header, table)),
-            "validity": dg.MetadataValue.md(markdown_table(["family", *columns], validity)),
+            "table2": dg.MetadataValue.md(table2_markdown(rows)),
+            "validity": dg.MetadataValue.md(validity_markdown(rows, columns)),
             "blind_over_bounds": dg.MetadataValue.json(bound_misses(blind)),
             **{
                 f"overall_{name}": float(value) if isinstance(value, Decimal) else value
@@ -488,4 +478,59 @@ def benchmark_jsonl(warehouse: dg.ResourceParam[Warehouse]) -> dg.MaterializeRes
     return dg.MaterializeResult(
         data_version=dg.DataVersion(warehouse.data_version("benchmark_jsonl")),
         metadata={"chains": chains, "path": dg.MetadataValue.path(str(final))},
+    )
+
+
+@dg.asset(
+    deps=["turns", "chains", "benchmark_stats", "eval_sample", "paraphrased_subset", "metrics"],
+    group_name="chains",
+    kinds={"parquet", "huggingface"},
+    description="The benchmark as a dataset the Hugging Face `datasets` library loads as it is "
+    "(`load_dataset('parquet', data_dir=...)`, or the folder itself by its card's configs): "
+    "one Parquet file per split under data/ (full, eval_sample, self_conditioned, and "
+    "paraphrased where chains were kept), one row per turn with the columns of turns, and a "
+    "dataset card (README.md) stating the source dumps and their dates, the seeds, the code "
+    "versions the inputs were built with, the CC0 license of the Wikidata-derived content, "
+    "Table 2 recomputed beside the paper's and the validity figures (drift-eligible share, "
+    "copy and blind ceilings, the scope-blind score of the evaluated reference systems, "
+    "refusals by reason), each stated as not available where the home lacks it. "
+    "`chronoscope export --format hf DIR` copies it.",
+)
+def benchmark_release(
+    context: dg.AssetExecutionContext, warehouse: dg.ResourceParam[Warehouse]
+) -> dg.MaterializeResult:
+    inputs = [
+        dg.AssetKey(key)
+        for keys in CODE_LINEAGE.values()
+        for key in keys
+        if key != context.asset_key.to_user_string()
+    ]
+    versions = {
+        key.to_user_string(): version
+        for key, version in context.instance.get_latest_materialization_code_versions(
+            inputs
+        ).items()
+    }
+    versions[context.asset_key.to_user_string()] = context.assets_def.code_versions_by_key.get(
+        context.asset_key
+    )
+    folder = warehouse.partition_dir("benchmark_release")
+    splits = write_release(warehouse, folder, versions)
+    warehouse.write_report("benchmark_release", {"splits": [asdict(s) for s in splits]})
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(warehouse.data_version("benchmark_release")),
+        metadata={
+            "dagster/row_count": next(s.turns for s in splits if s.name == "full"),
+            "splits": dg.MetadataValue.md(
+                markdown_table(
+                    ["split", "chains", "turns", "scored turns", "scope-dependent scored turns"],
+                    [
+                        (s.name, s.chains, s.turns, s.scored_turns, s.scope_dependent_turns)
+                        for s in splits
+                    ],
+                )
+            ),
+            "card": dg.MetadataValue.md((folder / CARD_FILE).read_text(encoding="utf-8")),
+            "path": dg.MetadataValue.path(str(folder)),
+        },
     )

@@ -10,6 +10,23 @@ from chronoscope_dagster.chains.evidence import DROP_REASONS
 from chronoscope_dagster.chains.families.common import SELECTION_REASONS
 
 REFUSAL_REASONS = (*DROP_REASONS, *SELECTION_REASONS)
+REFUSAL_MEANINGS = {
+    "incomplete_scope": "a single-holder property's known holders leave a gap in the scope",
+    "before_lifespan": "the scope lies before the subject or value existed",
+    "after_lifespan": "the scope lies after the subject or value ceased to exist",
+    "open_ended_count": "a count asked of a property that may have several holders at once",
+    "open_ended_change": "a change asked of a property that may have several holders at once",
+    "incomplete_count": "a count over a span the known holders do not cover",
+    "no_evidence": "a 'no' that no complete set of facts supports",
+    "unknown_start": "a statement with an end but no known start may hold in the scope",
+    "unknown_end": "a statement that ended at an unrecorded date may hold in the scope",
+    "scope_insensitive": "no scored turn's gold depends on the time scope",
+    "wrong_pronoun": "the property's templates refer to the subject with the wrong pronoun",
+    "ambiguous_reference": "a pronoun could mean the subject or the previous answer",
+    "too_short": "the chain does not reach its family's length",
+}
+"""What each of ``REFUSAL_REASONS`` means, in a line (``chains.evidence``,
+``chains.families.common``)."""
 TURNS_SQL = "SELECT * FROM merged ORDER BY family, chain_id, turn_index"
 CHAINS_SQL = """
     SELECT chain_id, family, snapshot_year, anchor, chain_length AS length,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import yaml
 
 from chronoscope_dagster.data import DATA_DIR
+from chronoscope_dagster.markdown import markdown_table
 
 STATS_COLUMNS = ("chains", "median_length", "max_length", "mean_scope_shifts", "implicit_pct",
                  "median_span")  # fmt: skip
@@ -96,6 +99,36 @@ def benchmark_stats_sql(chains: str, turns: str, first_scored_turn: int = 1) -> 
 
 def paper_table2() -> dict[str, dict[str, float]]:
     return yaml.safe_load((DATA_DIR / "paper_table2.yaml").read_text())["families"]
+
+
+def table2_markdown(rows: Sequence[Mapping[str, object]]) -> str:
+    """Table 2 of ``benchmark_stats`` rows, each figure beside the paper's (``-`` where the
+    paper has no row)."""
+    paper = paper_table2()
+    return markdown_table(
+        ["family", *(f"{column} (ours / paper)" for column in STATS_COLUMNS)],
+        [
+            (
+                row["family"],
+                *(
+                    f"{row[column]} / {paper.get(str(row['family']), {}).get(column, '-')}"
+                    for column in STATS_COLUMNS
+                ),
+            )
+            for row in rows
+        ],
+    )
+
+
+def validity_markdown(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """The validity ``columns`` of ``benchmark_stats`` rows, per family and overall."""
+    return markdown_table(
+        ["family", *columns],
+        [
+            (row["family"], *("-" if row.get(c) is None else row[c] for c in columns))
+            for row in rows
+        ],
+    )
 
 
 MAX_FAMILY_SHARE = 0.2

@@ -1,7 +1,5 @@
 """Checks of the chains stage: question form, gold validity, ids, coverage, determinism."""
 
-from collections import Counter
-
 import dagster as dg
 from pydantic import Field
 
@@ -11,7 +9,6 @@ from chronoscope_dagster.chains.audit import (
     uncovered_sql,
     unsupported_sql,
 )
-from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.stats import (
     DEFAULT_PER_FAMILY,
@@ -28,8 +25,10 @@ from chronoscope_dagster.checks.expectations import (
     suite_per_snapshot,
 )
 from chronoscope_dagster.llm.blind import KINDS, MIN_MEASURED, bound_misses
+from chronoscope_dagster.release import CARD_FILE, DATA_FOLDER, card_data_files
 from chronoscope_dagster.sql import sql_list
-from chronoscope_dagster.storage.chains import differing_by_year, refusals_by_family
+from chronoscope_dagster.storage.chains import differing_by_year, refusals_by_reason
+from chronoscope_dagster.storage.release import release_split_rows, source_split_rows
 from chronoscope_dagster.warehouse import Warehouse
 from chronoscope_dagster.wikidata.properties import default_catalog
 
@@ -221,9 +220,7 @@ def turns_gold_valid_at_scope(warehouse: dg.ResourceParam[Warehouse]) -> dg.Asse
 )
 def turns_golds_decided_by_facts(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
     functional = sorted(default_catalog().functional_pids)
-    refused = Counter()
-    for _, *counts in refusals_by_family(warehouse):
-        refused.update(dict(zip(REFUSAL_REASONS, counts, strict=True)))
+    refused = refusals_by_reason(warehouse)
     with warehouse.connect(views=True) as connection:
         unsupported = connection.execute(
             f"""SELECT t.chain_id, t.turn_index, t.question, u.value_qid
@@ -257,9 +254,7 @@ def turns_golds_decided_by_facts(warehouse: dg.ResourceParam[Warehouse]) -> dg.A
             "single_holder_scopes_not_covered": len(uncovered),
             "timeless_golds_outside_lifespan": len(outside),
             "counts_of_open_ended_properties": open_counts,
-            "scopes_refused_by_reason": dg.MetadataValue.json(
-                {reason: refused[reason] for reason in REFUSAL_REASONS}
-            ),
+            "scopes_refused_by_reason": dg.MetadataValue.json(refused),
             "examples": dg.MetadataValue.json(
                 [list(map(str, row)) for row in (unsupported[:5] + uncovered[:5] + outside[:5])]
             ),
@@ -379,3 +374,30 @@ def turns_expectations(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckR
             "SELECT DISTINCT snapshot_year FROM turns ORDER BY 1").fetchall()]  # fmt: skip
         rows, failures = suite_per_snapshot(connection, "turns", columns, years, TURNS_EXPECTATIONS)
     return suite_check_result(years, rows, failures)
+
+
+@dg.asset_check(
+    asset="benchmark_release",
+    blocking=True,
+    description="Each split file holds the rows of its source, counted apart from the release: "
+    "full every turn of turns, eval_sample and self_conditioned the turns of the evaluation "
+    "sample's chains and of its self-conditioned ones, paraphrased the turns of the "
+    "paraphrased subset's kept chains (a split without rows has no file); the card's configs "
+    "name exactly the split files written.",
+)
+def benchmark_release_matches_sources(
+    warehouse: dg.ResourceParam[Warehouse],
+) -> dg.AssetCheckResult:
+    folder = warehouse.partition_dir("benchmark_release")
+    written = release_split_rows(folder)
+    expected = source_split_rows(warehouse)
+    card = card_data_files((folder / CARD_FILE).read_text(encoding="utf-8"))
+    in_card = {split: path.removeprefix(f"{DATA_FOLDER}/") for split, path in card.items()}
+    return dg.AssetCheckResult(
+        passed=written == expected and set(in_card) == set(written),
+        metadata={
+            "split_rows": dg.MetadataValue.json(written),
+            "source_rows": dg.MetadataValue.json(expected),
+            "card_splits": dg.MetadataValue.json(sorted(in_card)),
+        },
+    )

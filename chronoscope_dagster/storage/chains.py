@@ -117,6 +117,14 @@ def refusals_by_family(warehouse: Warehouse) -> list[tuple]:
     return rows
 
 
+def refusals_by_reason(warehouse: Warehouse) -> dict[str, int]:
+    """``refusals_by_family`` summed over families, by reason (every reason, in order)."""
+    totals: Counter[str] = Counter()
+    for _, *counts in refusals_by_family(warehouse):
+        totals.update(dict(zip(REFUSAL_REASONS, counts, strict=True)))
+    return {reason: totals[reason] for reason in REFUSAL_REASONS}
+
+
 @dataclass(frozen=True)
 class ShardFamily:
     """What one shard of a family leaves for the merge besides its files."""
