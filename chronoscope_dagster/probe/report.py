@@ -260,13 +260,19 @@ def memory_notes(scores: Sequence[MemoryScore], rule_reader: str) -> list[str]:
         store = lost.get(score.system)
         if store is None or score.reader == rule_reader or score.paired.p_value < SIGNIFICANT:
             continue
+        best = sign_test(score.n, 0)
+        why = (
+            f"at n = {score.n} no split can reach p < {SIGNIFICANT} (at best p = {best:.3g}): "
+            "probe more items"
+            if best >= SIGNIFICANT
+            else "the model reads too poorly for the stored time to decide its answers"
+        )
         notes.append(
             f"{score.reader} does not show what {score.system}'s store loses: control "
             f"{_pct(score.control.accuracy)}, probe {_pct(score.probe.accuracy)} "
             f"({_points(score.paired.difference)}, p = {score.paired.p_value:.3g}, "
             f"n = {score.n}), where the rule reader loses {_points(store.paired.difference)} "
-            f"(p = {store.paired.p_value:.3g}, n = {store.n}): the model reads too poorly for "
-            "the stored time to decide its answers."
+            f"(p = {store.paired.p_value:.3g}, n = {store.n}): {why}."
         )
     return notes
 

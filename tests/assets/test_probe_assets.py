@@ -16,7 +16,7 @@ def test_probe_runs_every_model_and_reports(sample_home):
     store = Warehouse(home)
     rows = store.query(
         """SELECT model, arm, count(*) AS n, count_if(check_correct) AS correct
-           FROM probe_runs GROUP BY ALL ORDER BY ALL"""
+           FROM probe_runs WHERE system = 'in_context' GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
     by_key = {(r["model"], r["arm"]): r for r in rows}
     assert {model for model, _ in by_key} == {spec.name for spec in load_registry(TEST_MODELS)}
@@ -32,6 +32,39 @@ def test_probe_runs_every_model_and_reports(sample_home):
     assert "sign test" in report
     corpus = json.loads((store.partition_dir("probe_corpus") / "corpus.json").read_text())
     assert len(corpus) == 135
+
+
+def test_the_memory_systems_run_through_the_embedded_model_and_are_reported(sample_home):
+    home, _ = sample_home
+    store = Warehouse(home)
+    rows = store.query(
+        """SELECT model, system, arm, count(*) AS n FROM probe_runs
+           WHERE system <> 'in_context' GROUP BY ALL ORDER BY ALL"""
+    ).to_pylist()
+    assert rows == [
+        {"model": "local", "system": system, "arm": arm, "n": 3}
+        for system in ("ingest_time_memory", "valid_time_memory")
+        for arm in ("control", "probe")
+    ], "the reference systems read no prompt, so no memory runs through them"
+    report = store.read_report("probe_report")
+    scores = {(s["system"], s["reader"]): s for s in report["memory_systems"]}
+    assert set(scores) == {
+        (system, reader)
+        for system in ("ingest_time_memory", "valid_time_memory")
+        for reader in ("rule-reader", "local")
+    }
+    ingest, valid = (
+        scores[("ingest_time_memory", "rule-reader")],
+        scores[("valid_time_memory", "rule-reader")],
+    )
+    assert ingest["n"] == valid["n"] == 135
+    assert ingest["paired"]["p_value"] < 0.05 and valid["paired"]["p_value"] == 1.0
+    assert valid["control"]["accuracy"] == valid["probe"]["accuracy"] == 1.0
+    assert scores[("valid_time_memory", "local")]["n"] == 3
+    assert set(report["models"]) == {spec.name for spec in load_registry(TEST_MODELS)}
+    markdown = (store.partition_dir("probe_report") / "report.md").read_text()
+    assert markdown.startswith("# Time-grounded probe: memory systems")
+    assert "| valid_time_memory | local | 3 |" in markdown
 
 
 def test_a_date_in_a_message_fails_the_corpus_check(sample_home, tmp_path):

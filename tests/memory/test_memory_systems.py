@@ -29,7 +29,7 @@ from chronoscope_dagster.memory.systems import (
 from chronoscope_dagster.probe.assemble import build_corpus
 from chronoscope_dagster.probe.corpus import Corpus, load_authored
 from chronoscope_dagster.probe.grounding import GroundingMode, timestamped_episode
-from chronoscope_dagster.probe.report import memory_scores, render_memory_markdown
+from chronoscope_dagster.probe.report import memory_notes, memory_scores, render_memory_markdown
 from tests.probe_helpers import recording
 
 MODES = (GroundingMode.TIMESTAMPS_AND_TEXT, GroundingMode.TIMESTAMPS_ONLY)
@@ -204,3 +204,23 @@ def test_a_recall_holds_only_rows_of_the_store(corpus):
     with memory.ingest(episode.history) as store:
         rows = set(store.messages())
         assert set(seen[0].messages) <= rows and seen[0].now == store.now
+
+
+def test_the_report_says_when_a_model_reader_cannot_show_the_loss(corpus, rule_runs):
+    weak = []
+    for items in (corpus, corpus.select(["tg-asof-01", "tg-asof-02", "tg-asof-03"])):
+        memory = ingest_time_memory(CachedChat(recording("present_day"), None))
+        weak.append(run_memory(items, memory, name=memory.name, reader="weak").run)
+    scores = memory_scores([*(m.run for m in rule_runs), *weak])
+    notes = memory_notes(scores, RULE_READER)
+    assert notes == [
+        "weak does not show what ingest_time_memory's store loses: control 0.0%, probe 0.0% "
+        "(+0.0 points, p = 1, n = 135), where the rule reader loses +76.3 points "
+        "(p = 1.97e-31, n = 135): the model reads too poorly for the stored time to decide "
+        "its answers.",
+        "weak does not show what ingest_time_memory's store loses: control 0.0%, probe 0.0% "
+        "(+0.0 points, p = 1, n = 3), where the rule reader loses +76.3 points "
+        "(p = 1.97e-31, n = 135): at n = 3 no split can reach p < 0.05 (at best p = 0.25): "
+        "probe more items.",
+    ]
+    assert f"> {notes[0]}" in render_memory_markdown(scores, RULE_READER)
