@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -26,26 +26,8 @@ from chronoscope_dagster.probe.corpus import load_authored
 from chronoscope_dagster.resources import BenchmarkSettings
 from tests.probe_helpers import recording
 
-PLUGIN = '''
-from chronoscope_dagster.llm.base import ChatRequest
-from chronoscope_dagster.probe.grounding import AgentAnswer
-
-
-class LastSessionMemory:
-    """Keeps the last session of each history and asks the model with it."""
-
-    def __init__(self, chat, decoding):
-        self.chat, self.decoding = chat, decoding
-
-    def answer_timestamped(self, episodes):
-        requests = []
-        for episode in episodes:
-            last = max(turn.session_index for turn in episode.history.turns)
-            kept = [t.content for t in episode.history.turns if t.session_index == last]
-            requests.append(ChatRequest((("user", "\\n".join([*kept, episode.query])),)))
-        completions = self.chat.complete(requests, self.decoding)
-        return [AgentAnswer(c.text or "", c.error) for c in completions]
-
+README = Path(__file__).resolve().parents[2] / "README.md"
+BAD_PLUGINS = """
 
 class NoChannel:
     def __init__(self, chat, decoding):
@@ -62,12 +44,19 @@ def not_an_agent(chat, decoding):
 
 
 NOT_CALLABLE = 3
-'''
+"""
+
+
+def readme_plugin() -> str:
+    """The README's example plug-in, as written there."""
+    text = README.read_text()
+    start = text.index("```python\n# my_memory.py\n") + len("```python\n")
+    return text[start : text.index("```", start)]
 
 
 @pytest.fixture
 def plugin_module(tmp_path, monkeypatch):
-    (tmp_path / "my_memory.py").write_text(textwrap.dedent(PLUGIN))
+    (tmp_path / "my_memory.py").write_text(readme_plugin() + BAD_PLUGINS)
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path / "my_memory.py"
 
@@ -76,32 +65,34 @@ def test_a_plugin_runs_through_the_probe_arms_with_a_registry_model(plugin_modul
     spec = parse_entry({"name": "present_day", "backend": "present_day"})
     corpus = load_authored().select(["tg-asof-01", "tg-current-01"])
     settings = BenchmarkSettings(
-        probe_memories=["valid_time_memory", "my_memory:LastSessionMemory"]
+        probe_memories=["valid_time_memory", "my_memory:LastMessageMemory"]
     )
-    assert settings.probe_memories[1] == "my_memory:LastSessionMemory"
-    with memory_for_model("my_memory:LastSessionMemory", spec, None) as memory:
-        assert type(memory).__name__ == "LastSessionMemory"
-        run = run_memory(corpus, memory, name="my_memory:LastSessionMemory", reader=spec.name)
+    assert settings.probe_memories[1] == "my_memory:LastMessageMemory"
+    with memory_for_model("my_memory:LastMessageMemory", spec, None) as memory:
+        assert type(memory).__name__ == "LastMessageMemory"
+        run = run_memory(corpus, memory, name="my_memory:LastMessageMemory", reader=spec.name)
     assert run.stored == {}, "a plug-in's store is its own"
     assert [(row.system, row.model, row.arm, row.item_id) for row in run.run.rows] == [
-        ("my_memory:LastSessionMemory", "present_day", arm, item)
+        ("my_memory:LastMessageMemory", "present_day", arm, item)
         for arm in ("control", "probe")
         for item in ("tg-asof-01", "tg-current-01")
     ]
     assert {row.answer for row in run.run.rows} == {"I don't know"}
-    assert source_file("my_memory:LastSessionMemory") == str(plugin_module)
+    assert source_file("my_memory:LastMessageMemory") == str(plugin_module)
     assert source_file("valid_time_memory") == ""
 
 
 def test_the_plugin_gets_the_model_behind_the_typed_channel(plugin_module):
     backend = recording("oracle")
-
-    memory = build_memory("my_memory:LastSessionMemory", CachedChat(backend, None), Decoding())
+    memory = build_memory("my_memory:LastMessageMemory", CachedChat(backend, None), Decoding())
     corpus = load_authored().select(["tg-asof-01"])
     run_memory(corpus, memory, name="mine", reader="oracle")
-    prompts = [request.messages[0][1] for request in backend.requests]
-    assert prompts[0].startswith("--- Session 3 (2026/01/08 (Thu) 08:40) ---\nCrux Hall opened")
-    assert prompts[1].startswith("--- Session 3 ---\nCrux Hall opened")
+    last = "Nice. Ease into the board; it is far harder on the fingers than the wall."
+    question = "Which climbing gym was I a member of five weeks ago?"
+    assert [request.messages for request in backend.requests] == [
+        (("user", f"{last}\nCurrent Date: 2026/03/03 (Tue) 18:00\n\n{question}"),),
+        (("user", f"{last}\n{question}"),),
+    ]
 
 
 @pytest.mark.parametrize(
