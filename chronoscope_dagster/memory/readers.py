@@ -54,9 +54,11 @@ def memory_messages(recall: Recall) -> tuple[Message, ...]:
     each after its stored stamp, then the query; the store's now in the system message."""
     lines: list[str] = []
     ordered = sorted(recall.messages, key=lambda m: m.id)
-    for header, group in groupby(ordered, key=lambda m: (m.session_index, m.session_header)):
-        lines += ["", header[1]] if header[1] else [""]
-        lines += [f"[{stamp(m.stamp)}] {m.role.capitalize()}: {m.content}" for m in group]
+    for _, group in groupby(ordered, key=lambda m: m.session_index):
+        messages = list(group)
+        header = messages[0].session_header
+        lines += ["", header] if header else [""]
+        lines += [f"[{stamp(m.stamp)}] {m.role.capitalize()}: {m.content}" for m in messages]
     system = CHAT_INSTRUCTIONS.format(stamps=MEMORY_STAMPED)
     system += f"\nCurrent date and time: {stamp(recall.now)} UTC."
     history = "\n".join(lines).strip() or "(nothing recalled)"
