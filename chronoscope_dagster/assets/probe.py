@@ -11,7 +11,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from chronoscope_dagster.markdown import markdown_table
-from chronoscope_dagster.memory.plugin import load_factory, memory_for_model, reads_its_prompt
+from chronoscope_dagster.memory.plugin import build_memory, load_factory, reads_its_prompt
 from chronoscope_dagster.memory.runs import RULE_READER, MemoryRun, rule_reader_runs, run_memory
 from chronoscope_dagster.partitions import model_partitions
 from chronoscope_dagster.probe.agents import chat_agent_for_model
@@ -141,10 +141,12 @@ def probe_runs(
     )
     with chat_agent_for_model(spec, cache) as agent, judging as judge:
         run = run_probe(corpus, agent, model=model, judge=judge)
-    memory_runs = []
-    for name in memories:
-        with memory_for_model(name, spec, cache) as memory:
-            memory_runs.append(run_memory(corpus, memory, name=name, reader=model))
+        memory_runs = [
+            run_memory(
+                corpus, build_memory(name, agent.chat, agent.decoding), name=name, reader=model
+            )
+            for name in memories
+        ]
     all_rows = [*run.rows, *(row for m in memory_runs for row in m.run.rows)]
     rows = pa.Table.from_pylist([row.as_dict() for row in all_rows])
     warehouse.write_table("probe_runs", rows.select(list(ROW_FIELDS)), model=model)
