@@ -287,8 +287,8 @@ def _add_export(commands: argparse._SubParsersAction) -> None:
     export = commands.add_parser(
         "export",
         help="write the benchmark as a dataset folder the Hugging Face datasets library loads",
-        description="Materialize benchmark_release (with its check) from the benchmark the home "
-        "holds, without building anything upstream of it, and copy it into OUT_DIR: "
+        description="Materialize benchmark_release (with its check) from what the home holds "
+        "now, building nothing upstream of it, and copy it into OUT_DIR: "
         "README.md (the dataset card) and data/<split>-00000-of-00001.parquet. Other files in "
         "OUT_DIR are left alone, except split files of an earlier export.",
     )
@@ -593,6 +593,7 @@ def _export(args: argparse.Namespace) -> int:
             home=str(warehouse.home),
             selection="key:benchmark_release",
             upstream=False,
+            force=True,
             echo=lambda line: print(line, file=sys.stderr),
         )
     except (RunFailed, HomeLocked) as failure:

@@ -233,7 +233,6 @@ class ReleaseFacts:
     """Each evaluated reference system's backend, by model."""
     code_versions: Mapping[str, str | None]
     """The code version each asset of ``CODE_LINEAGE`` was last materialized with, by key."""
-    first_scored_turn: int = 1
 
 
 def dataset_card(facts: ReleaseFacts) -> str:
