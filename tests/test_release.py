@@ -202,3 +202,11 @@ def test_the_release_is_byte_identical_and_drops_a_split_no_longer_there(home, t
     card = (folder / CARD_FILE).read_text(encoding="utf-8")
     assert "paraphrased" not in card_data_files(card)
     assert "No `paraphrased` split: template variants kept none of the 2 chains" in card
+
+
+def test_export_without_a_benchmark_says_what_to_run(tmp_path, capsys):
+    from chronoscope_dagster.cli import main
+
+    assert main(["export", "--format", "hf", "--home", str(tmp_path), str(tmp_path / "out")]) == 2
+    assert "run `chronoscope run` first" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
