@@ -602,7 +602,7 @@ def _blind(facts: ReleaseFacts) -> list[str]:
         "and earlier answers (trained on the chains of half the subjects, answering the "
         f"other half's) scores: {'; '.join(parts)}; {above} (families of at least "
         f"{MIN_MEASURED} turns of a kind are held to it). Measured: "
-        + _measured(facts, "blind", "the same system answering the evaluation sample")
+        + _measured(facts, "blind", "from the same reading of the evaluation sample's chains")
         + "."
     ]
 
