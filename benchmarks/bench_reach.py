@@ -5,9 +5,12 @@
 HOME is a home built through `truth` and `present_day` (e.g. `chronoscope run --dump
 2025=DUMP --select 'key:truth or key:present_day or key:labels or key:lifespans'`). For each
 shard count, every shard runs in its own process, one after another, as a `chain_families`
-shard step does: it indexes what its chains reach (`chains.reach`) and generates the 11
-families. Prints per shard the load time, the total, the subjects and golds indexed and the peak
-resident memory; then whether the merged families of every shard count are byte-identical.
+shard step does: it indexes what its chains reach (`chains.reach`) from the snapshot-wide
+tables written once before (`write_chain_index`, timed apart) and generates the 11 families.
+Prints per shard the load time, the total, the subjects and golds indexed and the peak
+resident memory; then whether the merged families of every shard count are byte-identical
+(`--first N`: only the first N shards of each count, for a step's figures at scale, and no
+comparison).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from chronoscope_dagster.warehouse import Warehouse
 
 home, year, index, count, out = sys.argv[1:6]
 started = time.perf_counter()
-facts = warehouse_facts(Warehouse(Path(home)), year, Shard(int(index), int(count)))
+facts = warehouse_facts(Warehouse(Path(home)), year, Shard(int(index), int(count)), indexed=True)
 loaded = time.perf_counter() - started
 templates, chains = load_templates("en"), 0
 for family in FAMILIES:
@@ -46,6 +49,26 @@ print(json.dumps({"load_s": loaded, "total_s": time.perf_counter() - started,
                   "golds": sum(map(len, facts.golds.values())),
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
+INDEX = """
+import json, resource, sys, time
+from pathlib import Path
+from chronoscope_dagster.storage.chains import write_chain_index
+from chronoscope_dagster.warehouse import Warehouse
+
+started = time.perf_counter()
+write_chain_index(Warehouse(Path(sys.argv[1])), sys.argv[2])
+print(json.dumps({"total_s": time.perf_counter() - started,
+                  "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
+"""
+
+
+def run_json(script: str, *args: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        sys.exit(f"{args} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 def merged_digest(folder: Path, count: int) -> str:
@@ -69,22 +92,20 @@ def main() -> None:
     parser.add_argument("home", type=Path)
     parser.add_argument("--year", default="2025")
     parser.add_argument("--shards", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--first", type=int, default=0, help="run only the first N shards")
     args = parser.parse_args()
     digests = {}
+    built = run_json(INDEX, str(args.home), args.year)
+    print(f"snapshot index (once): {built['total_s']:.1f} s, peak {built['peak_mb']:,} MB")
     with tempfile.TemporaryDirectory(prefix="bench-reach-") as scratch:
         for count in args.shards:
             folder = Path(scratch) / str(count)
             folder.mkdir()
             rows = []
-            for index in range(count):
-                done = subprocess.run(
-                    [sys.executable, "-c", SHARD, str(args.home), args.year, str(index),
-                     str(count), str(folder)],
-                    capture_output=True, text=True, check=False,
-                )  # fmt: skip
-                if done.returncode:
-                    sys.exit(f"shard {index} of {count} failed:\n{done.stderr[-3000:]}")
-                rows.append(json.loads(done.stdout.splitlines()[-1]))
+            for index in range(min(count, args.first or count)):
+                rows.append(
+                    run_json(SHARD, str(args.home), args.year, str(index), str(count), str(folder))
+                )
                 row = rows[-1]
                 print(
                     f"{count} shards, shard {index}: load {row['load_s']:.1f} s, total "
@@ -99,7 +120,10 @@ def main() -> None:
                 f"{sum(r['chains'] for r in rows):,} chains",
                 flush=True,
             )
-            digests[count] = merged_digest(folder, count)
+            if not args.first:
+                digests[count] = merged_digest(folder, count)
+    if args.first:
+        return
     identical = len(set(digests.values())) == 1
     print("merged families byte-identical for every shard count:", identical)
     if not identical:

@@ -110,7 +110,7 @@ def longest_gap(covered: tuple[Span, ...], start: int, end: int) -> int:
     return max(gap, end - cursor + 1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Lifespan:
     """The days a subject existed; ``NEVER`` / ``FOREVER`` where no bound is known."""
 

@@ -101,7 +101,7 @@ class Shard:
         return [Shard(self.index + self.count * part, self.count * parts) for part in range(parts)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Gold:
     """The values valid at one anchor: all of them, and the canonical one."""
 
@@ -109,14 +109,14 @@ class Gold:
     canonical: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Label:
     label: str
     aliases: tuple[str, ...]
     description: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HolderGroup:
     """The subjects holding one value of a relation at one anchor (``cross_entity_then``):
     how many, and those at the positions an index needs (``positions``, ascending, in QID

@@ -425,9 +425,8 @@ def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
         for relation, value, anchor, size, positions, members in zip(
             *(column.to_pylist() for column in batch.columns), strict=True
         ):
-            groups[(relation, value, anchor or None)] = HolderGroup(
-                size, array("I", positions), tuple(map(sys.intern, members))
-            )
+            key = (sys.intern(relation), sys.intern(value), sys.intern(anchor) if anchor else None)
+            groups[key] = HolderGroup(size, array("I", positions), tuple(map(sys.intern, members)))
     return groups
 
 
