@@ -179,22 +179,19 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
     _create_needed_holders(connection)
     _create_reached(connection)
     gold = connection.sql(
-        """SELECT g.* FROM gold_rows g SEMI JOIN reached r ON r.qid = g.subject_qid
-           ORDER BY anchor NULLS FIRST, subject_qid, pid"""
+        f"{_reached_rows('gold_rows', '*')} ORDER BY anchor NULLS FIRST, subject_qid, pid"
     ).to_arrow_table()
     connection.register("gold", gold)
     undecided = connection.sql(
-        """SELECT u.* FROM undecided_rows u SEMI JOIN reached r ON r.qid = u.subject_qid
-           ORDER BY anchor NULLS FIRST, subject_qid, pid"""
+        f"{_reached_rows('undecided_rows', '*')} ORDER BY anchor NULLS FIRST, subject_qid, pid"
     ).to_arrow_table()
     present = connection.sql(
-        """SELECT subject_qid, pid, value_qids FROM src_present_day p
-           SEMI JOIN reached r ON r.qid = p.subject_qid"""
+        _reached_rows("src_present_day", "subject_qid, pid, value_qids")
     ).to_arrow_table()
     connection.register("present", present)
     intervals = connection.sql(
-        f"""SELECT {", ".join(INTERVAL_COLUMNS)} FROM src_fact_intervals i
-            SEMI JOIN reached r ON r.qid = i.subject_qid WHERE pid IN ({sql_list(pids)})"""
+        f"""SELECT * FROM ({_reached_rows("src_fact_intervals", ", ".join(INTERVAL_COLUMNS))})
+            WHERE pid IN ({sql_list(pids)})"""
     ).to_arrow_table()
     connection.register("reached_intervals", intervals)
     labels = connection.sql(
@@ -227,6 +224,16 @@ def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str,
     )
     return {"gold_rows": gold, "labels": labels, "present_day": present, "intervals": intervals,
             "lifespan_rows": lifespan_rows, "wide": wide, "undecided": undecided}  # fmt: skip
+
+
+def _reached_rows(relation: str, columns: str) -> str:
+    """SQL of the ``columns`` of the rows of ``relation`` (by ``subject_qid`` and ``pid``)
+    that a shard's index holds: every row of a ``core`` subject, the ``related_pairs`` of a
+    related one."""
+    return f"""SELECT {columns} FROM {relation} x SEMI JOIN core c ON c.qid = x.subject_qid
+        UNION ALL
+        SELECT {columns} FROM {relation} x SEMI JOIN related_pairs p
+        ON p.subject_qid = x.subject_qid AND p.pid = x.pid"""
 
 
 def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
@@ -315,9 +322,12 @@ def _create_holder_groups(connection: duckdb.DuckDBPyConnection) -> None:
 
 def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
     """``needed_holders``: the members of the holder blocks the roots draw related subjects
-    from (``cross_entity_then``), with their group's size and their position in it."""
+    from (``cross_entity_then``), with their group's size and their position in it;
+    ``holder_pairs``: the (member, property) a root drawing it may ask of it (a property of
+    the root) and its ``instance of``, which decides its pronoun: all ``cross_entity_then``
+    asks of a related subject."""
     blocks = f"CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT)"
-    connection.execute(f"""CREATE TEMP TABLE needed_holders AS
+    connection.execute(f"""CREATE TEMP TABLE root_blocks AS
         WITH root_years AS (
             SELECT DISTINCT g.subject_qid, g.anchor FROM gold_rows g
             SEMI JOIN roots r ON r.qid = g.subject_qid
@@ -337,33 +347,55 @@ def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
         sizes AS (
             SELECT DISTINCT relation, value_qid, anchor, size FROM holder_groups
             SEMI JOIN groups USING (relation, value_qid, anchor)),
-        needed_blocks AS (
-            SELECT DISTINCT h.relation, h.value_qid, h.anchor,
+        root_blocks AS (
+            SELECT DISTINCT g.root, h.relation, h.value_qid, h.anchor,
                 CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT) % {blocks} AS block
-            FROM groups g JOIN sizes h USING (relation, value_qid, anchor)),
+            FROM groups g JOIN sizes h USING (relation, value_qid, anchor))
+        SELECT * FROM root_blocks""")  # fmt: skip
+    connection.execute(f"""CREATE TEMP TABLE member_blocks AS
+        WITH needed_blocks AS (SELECT DISTINCT relation, value_qid, anchor, block FROM root_blocks),
         member_blocks AS (
             SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
             UNION ALL
             SELECT *, {blocks} - 1 FROM holder_groups
             WHERE size > {MAX_RELATED} AND size % {MAX_RELATED} <> 0
                 AND position < {MAX_RELATED} - size % {MAX_RELATED})
-        SELECT DISTINCT m.relation, m.value_qid, m.anchor, m.size, m.position, m.subject_qid
-        FROM member_blocks m JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
+        SELECT m.* FROM member_blocks m SEMI JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
+    connection.execute("""CREATE TEMP TABLE needed_holders AS
+        SELECT DISTINCT relation, value_qid, anchor, size, position, subject_qid FROM member_blocks""")
+    connection.execute("""CREATE TEMP TABLE holder_pairs AS
+        WITH root_pids AS (
+            SELECT DISTINCT subject_qid AS root, pid FROM gold_rows SEMI JOIN roots r
+            ON r.qid = gold_rows.subject_qid),
+        block_pids AS (
+            SELECT DISTINCT b.relation, b.value_qid, b.anchor, b.block, p.pid
+            FROM root_blocks b JOIN root_pids p USING (root))
+        SELECT DISTINCT m.subject_qid, p.pid FROM member_blocks m
+        JOIN block_pids p USING (relation, value_qid, anchor, block)
+        UNION SELECT DISTINCT subject_qid, 'P31' FROM member_blocks""")  # fmt: skip
 
 
 def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
     """``reached``: the roots, their values, the values of those three bridged hops deep,
-    and the related subjects of ``needed_holders``."""
+    and the related subjects of ``needed_holders`` (``related``), of whose facts only
+    ``related_pairs`` are needed (``_reached_rows``)."""
     hops = sql_list(HOP_PIDS)
-    connection.execute(f"""CREATE TEMP TABLE reached AS
+    connection.execute(f"""CREATE TEMP TABLE core AS
         WITH d0 AS (SELECT qid FROM roots),
         d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
         d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
                WHERE pid IN ({hops})),
         d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
                WHERE pid IN ({hops}))
-        SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3
-        UNION SELECT subject_qid FROM needed_holders""")  # fmt: skip
+        SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3""")  # fmt: skip
+    connection.execute("""CREATE TEMP TABLE related AS
+        SELECT DISTINCT subject_qid AS qid FROM needed_holders ANTI JOIN core c
+        ON c.qid = needed_holders.subject_qid""")
+    connection.execute(
+        "CREATE TEMP TABLE reached AS SELECT qid FROM core UNION ALL SELECT qid FROM related"
+    )
+    connection.execute("""CREATE TEMP TABLE related_pairs AS
+        SELECT h.subject_qid, h.pid FROM holder_pairs h SEMI JOIN related r ON r.qid = h.subject_qid""")
 
 
 def _create_roots(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
