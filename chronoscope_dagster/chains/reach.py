@@ -47,7 +47,8 @@ SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_row
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 DEFAULT_ROOTS_PER_SHARD = 10_000
-"""Root subjects per shard by default: a chain step of 0.9 GB at 50k entities, 1.4 GB at 200k."""
+"""Root subjects per shard by default: a chain step of 0.7 GB at 50k linked entities, 0.9 GB at
+200k, 1.2 GB at 400k (README, "Chain generation")."""
 
 
 def root_subjects_sql(truth: str) -> str:
