@@ -550,10 +550,9 @@ def _models_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    warehouse = _warehouse(args.home)
-    if not warehouse.partitions("metrics"):
-        raise UsageError(f"no metrics in {warehouse.home}; run `chronoscope run` first")
+def _materialize(warehouse: Warehouse, selection: str, *, force: bool = False) -> bool:
+    """Materialize ``selection`` of the home from what it holds (nothing upstream), printing
+    each run's line; False, with the reason printed, when a run fails or the home is busy."""
     os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
     _ensure_dagster_home(warehouse)
     from chronoscope_dagster.home_lock import HomeLocked
@@ -562,12 +561,22 @@ def _report(args: argparse.Namespace) -> int:
     try:
         run_selection(
             home=str(warehouse.home),
-            selection="key:leaderboard or key:report",
+            selection=selection,
             upstream=False,
+            force=force,
             echo=lambda line: print(line, file=sys.stderr),
         )
     except (RunFailed, HomeLocked) as failure:
         print(f"chronoscope: {failure}", file=sys.stderr)
+        return False
+    return True
+
+
+def _report(args: argparse.Namespace) -> int:
+    warehouse = _warehouse(args.home)
+    if not warehouse.partitions("metrics"):
+        raise UsageError(f"no metrics in {warehouse.home}; run `chronoscope run` first")
+    if not _materialize(warehouse, "key:leaderboard or key:report"):
         return 1
     markdown = (warehouse.home / "report" / "report.md").read_text(encoding="utf-8")
     print(markdown.split("\n## Plots", 1)[0].rstrip())
@@ -582,22 +591,9 @@ def _export(args: argparse.Namespace) -> int:
     out = Path(args.out_dir).expanduser()
     if _not_a_directory(out):
         raise UsageError(f"{out} exists and is not a directory")
-    os.environ["CHRONOSCOPE_HOME"] = str(warehouse.home)
-    _ensure_dagster_home(warehouse)
-    from chronoscope_dagster.home_lock import HomeLocked
-    from chronoscope_dagster.orchestration import RunFailed, run_selection
     from chronoscope_dagster.storage.release import copy_release, release_split_rows
 
-    try:
-        run_selection(
-            home=str(warehouse.home),
-            selection="key:benchmark_release",
-            upstream=False,
-            force=True,
-            echo=lambda line: print(line, file=sys.stderr),
-        )
-    except (RunFailed, HomeLocked) as failure:
-        print(f"chronoscope: {failure}", file=sys.stderr)
+    if not _materialize(warehouse, "key:benchmark_release", force=True):
         return 1
     copy_release(warehouse.partition_dir("benchmark_release"), out)
     for split, rows in release_split_rows(out).items():
