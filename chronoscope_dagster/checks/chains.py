@@ -383,7 +383,8 @@ def turns_expectations(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckR
     "full every turn of turns, eval_sample and self_conditioned the turns of the evaluation "
     "sample's chains and of its self-conditioned ones, paraphrased the turns of the "
     "paraphrased subset's kept chains (a split without rows has no file); the card's configs "
-    "name exactly the split files written.",
+    "name exactly the split files written. A release older than a source it counts fails "
+    "until it is built again.",
 )
 def benchmark_release_matches_sources(
     warehouse: dg.ResourceParam[Warehouse],
