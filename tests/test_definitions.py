@@ -40,7 +40,11 @@ EXPECTED_ASSETS = {
         "chains",
         None,
     ),
-    "predictions": (["eval_sample", "model_entry", "turns"], "evaluation", "model x setting"),
+    "predictions": (
+        ["eval_sample", "labels", "model_entry", "truth", "turns"],
+        "evaluation",
+        "model x setting",
+    ),
     "metrics": (["predictions"], "evaluation", "model x setting"),
     "paraphrased_subset": (
         ["eval_sample", "labels", "paraphrase_settings", "turns"],
@@ -132,6 +136,15 @@ def test_asset_graph():
         assert node.owners, f"{key} needs an owner"
         assert node.code_version, f"{key} needs a code version"
     assert found == EXPECTED_ASSETS
+
+
+def test_predictions_read_every_snapshot_a_knowledge_cutoff_may_fall_in():
+    """A model's own present comes from the truth and labels of its cutoff's snapshot, so every
+    snapshot of them feeds every predictions partition (a changed one makes them stale)."""
+    node = defs.resolve_asset_graph().get(dg.AssetKey("predictions"))
+    for upstream in ("truth", "labels"):
+        mapping = node.partition_mappings.get(dg.AssetKey(upstream))
+        assert isinstance(mapping, dg.AllPartitionMapping), upstream
 
 
 def test_sources_are_observed():

@@ -63,7 +63,15 @@ from chronoscope_dagster.warehouse import Warehouse
 
 @dg.asset(
     partitions_def=model_setting_partitions,
-    deps=["eval_sample", "turns", "model_entry"],
+    deps=[
+        "eval_sample",
+        "turns",
+        "model_entry",
+        *(
+            dg.AssetDep(snapshot, partition_mapping=dg.AllPartitionMapping())
+            for snapshot in ("truth", "labels")
+        ),
+    ],
     group_name="evaluation",
     kinds={"python", "parquet"},
     pool="model_calls",
@@ -71,7 +79,8 @@ from chronoscope_dagster.warehouse import Warehouse
     "under the setting: raw top-1 answer, candidates, error, latency, tokens. Every call "
     "goes through the response cache, so a rerun costs nothing and a killed run resumes. "
     "For a model with a knowledge cutoff, its present (report.json) and its turns against it "
-    "(own_present.parquet) beside them: the reference systems answer from that present.",
+    "(own_present.parquet) beside them, from the truth and labels of its cutoff's snapshot "
+    "(so a changed snapshot makes them stale): the reference systems answer from that present.",
 )
 def predictions(
     context: dg.AssetExecutionContext,

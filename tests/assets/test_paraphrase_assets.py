@@ -117,7 +117,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
     assert len(kept) == 3
     run_selection(
         home=str(copy),
-        selection="paraphrase_predictions* or benchmark_release",
+        selection="key:paraphrase_predictions+ or key:benchmark_release",
         models=str(TEST_MODELS),
         model_threads=MODEL_THREADS,
         instance=home_instance(copy),
