@@ -21,6 +21,7 @@ from chronoscope_dagster.probe.agents import (
     CHAT_INSTRUCTIONS,
     DEFAULT_DECODING,
     Completer,
+    evidence_by_session,
     stamp,
 )
 from chronoscope_dagster.probe.grounding import AgentAnswer
@@ -106,11 +107,7 @@ class RuleReader:
         self.evidence: dict[str, dict[str, frozenset[str]]] = {}
         for item in items:
             self.evidence[item.question_id] = {
-                sid: frozenset(t.content for t in session if t.has_answer)
-                or frozenset(t.content for t in session)
-                for sid, session in zip(
-                    item.haystack_session_ids, item.haystack_sessions, strict=False
-                )
+                sid: frozenset(texts) for sid, texts in evidence_by_session(item).items()
             }
 
     def read(self, recalls: Sequence[Recall]) -> list[AgentAnswer]:

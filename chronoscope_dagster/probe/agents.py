@@ -58,6 +58,16 @@ def _answers(completions: Sequence[Completion]) -> list[AgentAnswer]:
     ]
 
 
+def evidence_by_session(item: Item) -> dict[str, tuple[str, ...]]:
+    """Per session of ``item``, the texts of its turns marked as holding the answer (all of
+    its turns where none is marked): what a reader dates an anchor session by."""
+    evidence = {}
+    for sid, session in zip(item.haystack_session_ids, item.haystack_sessions, strict=False):
+        marked = tuple(t.content for t in session if t.has_answer)
+        evidence[sid] = marked or tuple(t.content for t in session)
+    return evidence
+
+
 class ChatAgent:
     """A chat model answering from the whole history in its prompt. Every call goes through
     ``chat`` (wrap a backend in CachedChat so every call is cached)."""
@@ -118,13 +128,7 @@ class OracleReader:
         self.specs = dict(specs)
         self.evidence: dict[str, dict[str, tuple[str, ...]]] = {}
         for item in items:
-            per_session = {}
-            for sid, session in zip(
-                item.haystack_session_ids, item.haystack_sessions, strict=False
-            ):
-                marked = tuple(t.content for t in session if t.has_answer)
-                per_session[sid] = marked or tuple(t.content for t in session)
-            self.evidence[item.question_id] = per_session
+            self.evidence[item.question_id] = evidence_by_session(item)
 
     def answer_timestamped(self, episodes: Sequence[TimestampedEpisode]) -> list[AgentAnswer]:
         return [self._answer(episode) for episode in episodes]
