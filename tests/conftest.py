@@ -9,18 +9,21 @@ SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().pare
 REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
-SAMPLE_SETTINGS = {"per_stratum": 4, "probe_items_per_type": 1, "paraphrase_chains": 4}
+SAMPLE_SETTINGS = {"per_stratum": 2, "probe_items_per_type": 1, "paraphrase_chains": 4}
 SAMPLE_OP_CONFIG = {"paraphrased_subset": {"retries": 1}}
 """The test session's small evaluation sample, probe and paraphrased subset."""
-MODEL_THREADS = min(2, len(os.sched_getaffinity(0)))
-"""Threads of the embedded model where a test runs the pipeline: it is the session's only
-busy process, and answers do not depend on the count (``test_local_backend``)."""
+TEST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+MODEL_THREADS = max(1, min(2, len(os.sched_getaffinity(0)) // TEST_WORKERS))
+"""Threads of the embedded model where a test runs the pipeline: the cores left to each of
+the session's workers (``make test`` runs two), as two busy processes of 2 threads each on
+2 cores run five times slower than 1 each; answers do not depend on the count
+(``test_local_backend``)."""
 
 
 SAMPLE_HOME_TIMEOUT_S = 2400
 """The per-test bound of a test that uses the sample home: pytest-timeout counts a session
 fixture's setup in the first test that asks for it, and building the home (the whole pipeline
-with the embedded model) takes 3 to 7 minutes on 2 cores."""
+with the embedded model) takes 4 to 9 minutes on 2 cores."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
