@@ -9,7 +9,7 @@ SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().pare
 REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
-SAMPLE_SETTINGS = {"per_stratum": 2, "probe_items_per_type": 1, "paraphrase_chains": 4}
+SAMPLE_SETTINGS = {"per_stratum": 4, "probe_items_per_type": 1, "paraphrase_chains": 4}
 SAMPLE_OP_CONFIG = {"paraphrased_subset": {"retries": 1}}
 """The test session's small evaluation sample, probe and paraphrased subset."""
 TEST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
