@@ -31,14 +31,19 @@ the sample). The pipeline runs it with `chains` (the sample home's run, whose ev
 another check's verdict, the CI gate test's included, run the rest of the job."""
 
 
-def run_ci_checks(home: Path, *, rebuild_chains: bool = False) -> dg.ExecuteInProcessResult:
-    job = build_definitions(str(home)).resolve_job_def("ci_checks")
+def steps_but_full_rebuild(job: dg.JobDefinition) -> list[str]:
+    """The ci_checks job's steps without ``FULL_REBUILD_CHECK`` (which must be one of them)."""
     steps = [node.name for node in job.graph.node_defs]
     assert FULL_REBUILD_CHECK in steps, f"{FULL_REBUILD_CHECK} is not a step of ci_checks"
+    return [step for step in steps if step != FULL_REBUILD_CHECK]
+
+
+def run_ci_checks(home: Path, *, rebuild_chains: bool = False) -> dg.ExecuteInProcessResult:
+    job = build_definitions(str(home)).resolve_job_def("ci_checks")
     return job.execute_in_process(
         instance=dg.DagsterInstance.ephemeral(),
         raise_on_error=False,
-        op_selection=None if rebuild_chains else [s for s in steps if s != FULL_REBUILD_CHECK],
+        op_selection=None if rebuild_chains else steps_but_full_rebuild(job),
     )
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.warehouse import Warehouse
-from tests.pipeline_helpers import FULL_REBUILD_CHECK, copy_home
+from tests.pipeline_helpers import copy_home, steps_but_full_rebuild
 
 CI_CHECKS = [
     str(Path(sys.executable).parent / "dagster"),
@@ -26,9 +26,7 @@ def _ci_checks(home: Path, dagster_home: Path) -> subprocess.CompletedProcess[st
     pipeline ran it with `chains`, and CI's own step runs it (half the job's time)."""
     dagster_home.mkdir(exist_ok=True)
     env = {**os.environ, "CHRONOSCOPE_HOME": str(home), "DAGSTER_HOME": str(dagster_home)}
-    job = build_definitions(str(home)).resolve_job_def("ci_checks")
-    steps = [node.name for node in job.graph.node_defs if node.name != FULL_REBUILD_CHECK]
-    assert len(steps) == len(job.graph.node_defs) - 1, f"{FULL_REBUILD_CHECK} is not in the job"
+    steps = steps_but_full_rebuild(build_definitions(str(home)).resolve_job_def("ci_checks"))
     command = [*CI_CHECKS, "--op-selection", ",".join(steps)]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
 

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from chronoscope_dagster.wikidata.block_ring import PREFIX
 from chronoscope_dagster.wikidata.reader import (
     DumpFormatError,
     ExtractionReport,
@@ -252,7 +253,7 @@ def test_progress_follows_the_input_read_to_its_end(fmt, tmp_path):
 def _rings() -> set[Path]:
     """This process's rings (another test worker's come and go meanwhile)."""
     places = {Path("/dev/shm"), Path(tempfile.gettempdir())}
-    mine = f"chronoscope-blocks-{os.getpid()}-*"
+    mine = f"{PREFIX}{os.getpid()}-*"
     return {ring for place in places if place.is_dir() for ring in place.glob(mine)}
 
 
