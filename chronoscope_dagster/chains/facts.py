@@ -25,6 +25,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -136,6 +137,27 @@ class HolderGroup:
 
 
 @dataclass(frozen=True)
+class RelatedChunk:
+    """What the roots of one chunk of a shard draw related subjects from (``cross_entity_then``):
+    the holder groups with the members of the blocks they draw, and the index of the members
+    the shard's own index does not hold (``subjects``), only the properties those roots may
+    ask of them and their ``instance of``."""
+
+    holders: dict[tuple[str, str, str | None], HolderGroup]
+    index: SnapshotFacts | None = None
+    subjects: frozenset[str] = frozenset()
+
+
+class RelatedSource(Protocol):
+    """Loads the related subjects of a shard's roots a chunk of roots at a time, so a shard's
+    memory follows a chunk's related subjects rather than all of the shard's."""
+
+    def chunk_of(self, root: str) -> int: ...
+
+    def load(self, chunk: int) -> RelatedChunk: ...
+
+
+@dataclass(frozen=True)
 class SnapshotWide:
     """What an index of some subjects knows of the whole snapshot (``chains.reach``)."""
 
@@ -148,8 +170,8 @@ class SnapshotWide:
     first_seen: dict[str, int]
     """Per indexed subject and value of its golds, the first day of a dated statement it takes
     part in."""
-    holders: dict[tuple[str, str, str | None], HolderGroup]
-    """The holder groups the roots' chains draw related subjects from."""
+    related: RelatedSource
+    """The holder groups the roots' chains draw related subjects from, and those subjects."""
 
 
 class SnapshotFacts:
@@ -222,6 +244,7 @@ class SnapshotFacts:
         self.drops: Counter[str] = Counter()
         self._dropped: set[tuple[str, str, str | None, str]] = set()
         self._year_golds: dict[tuple[str, str], dict[int, Gold]] = {}
+        self._related: tuple[int, RelatedChunk] | None = None
 
     def fresh(self) -> SnapshotFacts:
         """The same index with empty refusal counts: what one family generates from. The
@@ -241,6 +264,23 @@ class SnapshotFacts:
         for subject, pids in self.pids_by_subject.items():
             if self.wide.roots.holds(subject):
                 yield subject, pids
+
+    def related(self, root: str) -> RelatedChunk:
+        """The holder groups and related subjects of the chunk of ``root``; a related subject's
+        refusals count as this index's. One chunk is held at a time: roots come in order."""
+        chunk = self.wide.related.chunk_of(root)
+        if self._related is None or self._related[0] != chunk:
+            self._related = None
+            loaded = self.wide.related.load(chunk)
+            if loaded.index is not None:
+                loaded.index.drops, loaded.index._dropped = self.drops, self._dropped
+            self._related = (chunk, loaded)
+        return self._related[1]
+
+    def about(self, root: str, subject: str) -> SnapshotFacts:
+        """The index that holds ``subject``, a subject the chains of ``root`` reach."""
+        chunk = self.related(root)
+        return chunk.index if chunk.index is not None and subject in chunk.subjects else self
 
     def subject_name(self, subject: str) -> str | None:
         """How a question names the subject, or None when it cannot be named unambiguously."""

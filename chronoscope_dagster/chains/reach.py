@@ -16,6 +16,7 @@ rather than the snapshot.
 from __future__ import annotations
 
 import sys
+import tempfile
 from array import array
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from chronoscope_dagster.chains.evidence import python_dates
 from chronoscope_dagster.chains.facts import (
     INTERVAL_COLUMNS,
     HolderGroup,
+    RelatedChunk,
     Shard,
     SnapshotFacts,
     SnapshotWide,
@@ -46,6 +48,8 @@ SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_row
                    "holder_groups", "first_seen")  # fmt: skip
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
+ROOTS_PER_CHUNK = 1_000
+"""Roots whose related subjects (``cross_entity_then``) a shard's index holds at a time."""
 DEFAULT_ROOTS_PER_SHARD = 10_000
 """Root subjects per shard by default: a chain step of 0.7 GB at 50k linked entities, 0.9 GB at
 200k, 1.2 GB at 400k (README, "Chain generation")."""
@@ -84,7 +88,7 @@ def source_facts(
             for name in SNAPSHOT_TABLES:
                 path = sql_string(str(snapshot_index / f"{name}.parquet"))
                 connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
-        reached = _reach(connection, shard or Shard(0, 1), pids)
+        reached = _reach(connection, shard or Shard(0, 1), pids, int(year), config)
     return SnapshotFacts(int(year), **reached)
 
 
@@ -121,7 +125,7 @@ def sampled_source_facts(
             "SELECT count(DISTINCT subject_qid) FROM gold_rows"
         ).fetchall()
         count = shard_count(subjects, max_roots)
-        reached = _reach(connection, Shard(which % count, count), pids)
+        reached = _reach(connection, Shard(which % count, count), pids, int(year), config)
     return SnapshotFacts(int(year), **reached)
 
 
@@ -167,73 +171,212 @@ def table_facts(
             connection.register(f"src_{name}", table)
         pids = pids or default_catalog().chain_pids
         _create_snapshot_tables(connection, pids)
-        reached = _reach(connection, shard or Shard(0, 1), pids)
+        reached = _reach(connection, shard or Shard(0, 1), pids, snapshot_year, None)
     return SnapshotFacts(snapshot_year, **reached)
 
 
-def _reach(connection: duckdb.DuckDBPyConnection, shard: Shard, pids: tuple[str, ...]) -> dict:
+def _reach(
+    connection: duckdb.DuckDBPyConnection,
+    shard: Shard,
+    pids: tuple[str, ...],
+    year: int,
+    config: Mapping[str, str | int] | None,
+) -> dict:
     """What the index of ``shard`` is built from (``SnapshotFacts``' arguments but the year),
     from the relations ``src_<name>`` of ``SOURCES`` and the ``SNAPSHOT_TABLES`` of the
-    properties ``pids`` on ``connection``. The caller closes the connection before building the index,
-    so that DuckDB's memory is returned first."""
+    properties ``pids`` on ``connection``; the related subjects of its roots are written apart
+    for ``ChunkedRelated``. The caller closes the connection before building the index, so
+    that DuckDB's memory is returned first."""
     unnameable = _create_roots(connection, shard)
     _create_needed_holders(connection)
-    _create_reached(connection)
-    gold = connection.sql(
-        f"{_reached_rows('gold_rows', '*')} ORDER BY anchor NULLS FIRST, subject_qid, pid"
-    ).to_arrow_table()
-    connection.register("gold", gold)
-    undecided = connection.sql(
-        f"{_reached_rows('undecided_rows', '*')} ORDER BY anchor NULLS FIRST, subject_qid, pid"
-    ).to_arrow_table()
-    present = connection.sql(
-        _reached_rows("src_present_day", "subject_qid, pid, value_qids")
-    ).to_arrow_table()
-    connection.register("present", present)
-    intervals = connection.sql(
-        f"""SELECT * FROM ({_reached_rows("src_fact_intervals", ", ".join(INTERVAL_COLUMNS))})
-            WHERE pid IN ({sql_list(pids)})"""
-    ).to_arrow_table()
-    connection.register("reached_intervals", intervals)
-    labels = connection.sql(
-        """WITH named AS (
-               SELECT qid FROM reached
-               UNION SELECT unnest(value_qids) FROM gold
-               UNION SELECT unnest(value_qids) FROM present
-               UNION SELECT value_qid FROM reached_intervals)
-           SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)"""
-    ).to_arrow_table()
-    connection.execute(
-        """CREATE TEMP TABLE bounded AS
-           SELECT qid FROM reached UNION SELECT unnest(value_qids) FROM gold"""
-    )
-    lifespan_rows = connection.sql(
-        f"""SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
-            SEMI JOIN bounded b ON b.qid = l.qid"""
-    ).to_arrow_table()
+    _create_core(connection)
+    related = ChunkedRelated.written(connection, pids, year, config)
+    _index_scope(connection, "SELECT qid FROM core", None)
+    index = _fetch_index(connection, pids)
     wide = SnapshotWide(
         roots=shard,
-        shared_label_subjects=frozenset(
-            qid
-            for (qid,) in connection.execute(
-                "SELECT qid FROM subject_names k SEMI JOIN reached USING (qid) WHERE k.shared"
-            ).fetchall()
-        ),
+        shared_label_subjects=index.pop("shared"),
         unnameable_subjects=unnameable,
-        first_seen=_first_seen(connection),
-        holders=_holders(connection),
+        first_seen=index.pop("first_seen"),
+        related=related,
     )
-    return {"gold_rows": gold, "labels": labels, "present_day": present, "intervals": intervals,
-            "lifespan_rows": lifespan_rows, "wide": wide, "undecided": undecided}  # fmt: skip
+    return {**index, "wide": wide}
+
+
+def _index_scope(
+    connection: duckdb.DuckDBPyConnection, subjects: str | None, pairs: str | None
+) -> None:
+    """What an index holds: every fact of the subjects (SQL of ``qid``), and of other subjects
+    only the (``subject_qid``, ``pid``) pairs (SQL), as ``index_subjects``, ``index_pairs``
+    and all of them ``reached``."""
+    empty = "SELECT NULL::VARCHAR AS qid WHERE false"
+    connection.execute(f"CREATE OR REPLACE TEMP TABLE index_subjects AS {subjects or empty}")
+    connection.execute(
+        f"""CREATE OR REPLACE TEMP TABLE index_pairs AS
+            {pairs or "SELECT NULL::VARCHAR AS subject_qid, NULL::VARCHAR AS pid WHERE false"}"""
+    )
+    connection.execute("""CREATE OR REPLACE TEMP TABLE reached AS
+        SELECT qid FROM index_subjects UNION SELECT DISTINCT subject_qid FROM index_pairs""")
+
+
+INDEX_TABLES = ("gold", "undecided", "present", "intervals", "labels", "lifespan_rows",
+                "first_seen", "shared")  # fmt: skip
+
+
+def _create_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
+    """The ``INDEX_TABLES`` (as ``index_<name>``) of what ``_index_scope`` set."""
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_gold AS
+        {_reached_rows("gold_rows", "*")} ORDER BY anchor NULLS FIRST, subject_qid, pid""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_undecided AS
+        {_reached_rows("undecided_rows", "*")} ORDER BY anchor NULLS FIRST, subject_qid, pid""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_present AS
+        {_reached_rows("src_present_day", "subject_qid, pid, value_qids")}""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_intervals AS
+        SELECT * FROM ({_reached_rows("src_fact_intervals", ", ".join(INTERVAL_COLUMNS))})
+        WHERE pid IN ({sql_list(pids)})""")
+    connection.execute("""CREATE OR REPLACE TEMP TABLE index_labels AS
+        WITH named AS (
+            SELECT qid FROM reached
+            UNION SELECT unnest(value_qids) FROM index_gold
+            UNION SELECT unnest(value_qids) FROM index_present
+            UNION SELECT value_qid FROM index_intervals)
+        SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)""")
+    connection.execute("""CREATE OR REPLACE TEMP TABLE bounded AS
+        SELECT qid FROM reached UNION SELECT unnest(value_qids) FROM index_gold""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_lifespan_rows AS
+        SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
+        SEMI JOIN bounded b ON b.qid = l.qid""")
+    connection.execute("""CREATE OR REPLACE TEMP TABLE index_first_seen AS
+        SELECT qid, first FROM first_seen SEMI JOIN bounded USING (qid)""")
+    connection.execute("""CREATE OR REPLACE TEMP TABLE index_shared AS
+        SELECT qid, shared FROM subject_names k SEMI JOIN reached USING (qid)""")
+
+
+def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> dict:
+    """``_create_index`` as ``SnapshotFacts``' arguments: its tables, the shared-label subjects
+    (``shared``) and ``first_seen``."""
+    _create_index(connection, pids)
+    tables = {
+        name: connection.sql(f"SELECT * FROM index_{name}").to_arrow_table()
+        for name in INDEX_TABLES[:6]
+    }
+    shared = frozenset(
+        qid for (qid,) in connection.execute("SELECT qid FROM index_shared WHERE shared").fetchall()
+    )
+    return {
+        "gold_rows": tables["gold"], "undecided": tables["undecided"],
+        "present_day": tables["present"], "intervals": tables["intervals"],
+        "labels": tables["labels"], "lifespan_rows": tables["lifespan_rows"],
+        "shared": shared, "first_seen": _first_seen(connection),
+    }  # fmt: skip
+
+
+class ChunkedRelated:
+    """The related subjects of a shard's roots (``cross_entity_then``), a chunk of
+    ``ROOTS_PER_CHUNK`` roots (in QID order) at a time: the shard step writes what they need of
+    the snapshot once (Parquet files in a directory of its own), and ``load`` indexes one
+    chunk's from them, so the shard holds one chunk's related subjects rather than all of
+    them."""
+
+    SLICES = ("gold_rows", "undecided_rows", "src_present_day", "src_fact_intervals",
+              "src_labels", "src_lifespans", "first_seen", "subject_names", "chunk_pairs",
+              "chunk_holders")  # fmt: skip
+
+    def __init__(
+        self,
+        directory: tempfile.TemporaryDirectory,
+        chunks: dict[str, int],
+        pids: tuple[str, ...],
+        year: int,
+        config: Mapping[str, str | int] | None,
+    ):
+        self.directory, self.chunks, self.pids, self.year = directory, chunks, pids, year
+        self.config = dict(config or {})
+
+    @classmethod
+    def written(
+        cls,
+        connection: duckdb.DuckDBPyConnection,
+        pids: tuple[str, ...],
+        year: int,
+        config: Mapping[str, str | int] | None,
+    ) -> ChunkedRelated:
+        """Write the related subjects of the ``roots`` on ``connection`` (``needed_holders``,
+        ``holder_pairs`` and ``core`` made): their facts, and per chunk of roots the pairs and
+        the holder groups it draws."""
+        spill = (config or {}).get("temp_directory")
+        if spill:
+            Path(str(spill)).mkdir(parents=True, exist_ok=True)
+        directory = tempfile.TemporaryDirectory(prefix="chain-related-", dir=spill or None)
+        connection.execute("""CREATE TEMP TABLE chunk_pairs AS
+            SELECT chunk, subject_qid, pid FROM holder_pairs h
+            WHERE NOT EXISTS (SELECT 1 FROM core c WHERE c.qid = h.subject_qid)""")
+        _index_scope(connection, None, "SELECT DISTINCT subject_qid, pid FROM chunk_pairs")
+        _create_index(connection, pids)
+        sources = {
+            "gold_rows": "index_gold", "undecided_rows": "index_undecided",
+            "src_present_day": "index_present", "src_fact_intervals": "index_intervals",
+            "src_labels": "index_labels", "src_lifespans": "index_lifespan_rows",
+            "first_seen": "index_first_seen", "subject_names": "index_shared",
+            "chunk_pairs": "chunk_pairs", "chunk_holders": "needed_holders",
+        }  # fmt: skip
+        for name in cls.SLICES:
+            path = sql_string(str(Path(directory.name) / f"{name}.parquet"))
+            order = " ORDER BY chunk" if name.startswith("chunk_") else ""
+            connection.execute(
+                f"COPY (SELECT * FROM {sources[name]}{order}) TO {path} (FORMAT parquet)"
+            )
+        chunks = dict(connection.execute("SELECT qid, chunk FROM roots").fetchall())
+        return cls(directory, chunks, pids, year, config)
+
+    def chunk_of(self, root: str) -> int:
+        return self.chunks.get(root, -1)
+
+    def load(self, chunk: int) -> RelatedChunk:
+        with duckdb.connect(":memory:", config=self.config) as connection:
+            for name in self.SLICES:
+                path = sql_string(str(Path(self.directory.name) / f"{name}.parquet"))
+                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
+            holders = _holders(connection, f"SELECT * FROM chunk_holders WHERE chunk = {chunk}")
+            _index_scope(
+                connection, None, f"SELECT subject_qid, pid FROM chunk_pairs WHERE chunk = {chunk}"
+            )
+            subjects = frozenset(
+                q for (q,) in connection.execute("SELECT qid FROM reached").fetchall()
+            )
+            if not subjects:
+                return RelatedChunk(holders)
+            index = _fetch_index(connection, self.pids)
+        wide = SnapshotWide(
+            roots=Shard(0, 1),
+            shared_label_subjects=index.pop("shared"),
+            unnameable_subjects=0,
+            first_seen=index.pop("first_seen"),
+            related=NO_RELATED,
+        )
+        return RelatedChunk(holders, SnapshotFacts(self.year, **index, wide=wide), subjects)
+
+
+class _NoRelated:
+    """The related source of an index that draws no related subjects."""
+
+    def chunk_of(self, root: str) -> int:
+        return -1
+
+    def load(self, chunk: int) -> RelatedChunk:
+        return RelatedChunk({})
+
+
+NO_RELATED = _NoRelated()
 
 
 def _reached_rows(relation: str, columns: str) -> str:
     """SQL of the ``columns`` of the rows of ``relation`` (by ``subject_qid`` and ``pid``)
-    that a shard's index holds: every row of a ``core`` subject, the ``related_pairs`` of a
-    related one."""
-    return f"""SELECT {columns} FROM {relation} x SEMI JOIN core c ON c.qid = x.subject_qid
+    that an index holds (``_index_scope``): every row of one of ``index_subjects``, and the
+    rows of ``index_pairs``."""
+    return f"""SELECT {columns} FROM {relation} x SEMI JOIN index_subjects c ON c.qid = x.subject_qid
         UNION ALL
-        SELECT {columns} FROM {relation} x SEMI JOIN related_pairs p
+        SELECT {columns} FROM {relation} x SEMI JOIN index_pairs p
         ON p.subject_qid = x.subject_qid AND p.pid = x.pid"""
 
 
@@ -352,34 +495,36 @@ def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
             SELECT DISTINCT g.root, h.relation, h.value_qid, h.anchor,
                 CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT) % {blocks} AS block
             FROM groups g JOIN sizes h USING (relation, value_qid, anchor))
-        SELECT * FROM root_blocks""")  # fmt: skip
+        SELECT b.*, r.chunk FROM root_blocks b JOIN roots r ON r.qid = b.root""")  # fmt: skip
     connection.execute(f"""CREATE TEMP TABLE member_blocks AS
-        WITH needed_blocks AS (SELECT DISTINCT relation, value_qid, anchor, block FROM root_blocks),
+        WITH needed_blocks AS (
+            SELECT DISTINCT chunk, relation, value_qid, anchor, block FROM root_blocks),
         member_blocks AS (
             SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
             UNION ALL
             SELECT *, {blocks} - 1 FROM holder_groups
             WHERE size > {MAX_RELATED} AND size % {MAX_RELATED} <> 0
                 AND position < {MAX_RELATED} - size % {MAX_RELATED})
-        SELECT m.* FROM member_blocks m SEMI JOIN needed_blocks USING (relation, value_qid, anchor, block)""")  # fmt: skip
+        SELECT m.*, n.chunk FROM member_blocks m
+        JOIN needed_blocks n USING (relation, value_qid, anchor, block)""")  # fmt: skip
     connection.execute("""CREATE TEMP TABLE needed_holders AS
-        SELECT DISTINCT relation, value_qid, anchor, size, position, subject_qid FROM member_blocks""")
+        SELECT DISTINCT chunk, relation, value_qid, anchor, size, position, subject_qid
+        FROM member_blocks""")
     connection.execute("""CREATE TEMP TABLE holder_pairs AS
         WITH root_pids AS (
             SELECT DISTINCT subject_qid AS root, pid FROM gold_rows SEMI JOIN roots r
             ON r.qid = gold_rows.subject_qid),
         block_pids AS (
-            SELECT DISTINCT b.relation, b.value_qid, b.anchor, b.block, p.pid
+            SELECT DISTINCT b.chunk, b.relation, b.value_qid, b.anchor, b.block, p.pid
             FROM root_blocks b JOIN root_pids p USING (root))
-        SELECT DISTINCT m.subject_qid, p.pid FROM member_blocks m
-        JOIN block_pids p USING (relation, value_qid, anchor, block)
-        UNION SELECT DISTINCT subject_qid, 'P31' FROM member_blocks""")  # fmt: skip
+        SELECT DISTINCT m.chunk, m.subject_qid, p.pid FROM member_blocks m
+        JOIN block_pids p USING (chunk, relation, value_qid, anchor, block)
+        UNION SELECT DISTINCT chunk, subject_qid, 'P31' FROM member_blocks""")  # fmt: skip
 
 
-def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
-    """``reached``: the roots, their values, the values of those three bridged hops deep,
-    and the related subjects of ``needed_holders`` (``related``), of whose facts only
-    ``related_pairs`` are needed (``_reached_rows``)."""
+def _create_core(connection: duckdb.DuckDBPyConnection) -> None:
+    """``core``: the roots, their values and the values of those three bridged hops deep:
+    the subjects a shard's index holds every fact of."""
     hops = sql_list(HOP_PIDS)
     connection.execute(f"""CREATE TEMP TABLE core AS
         WITH d0 AS (SELECT qid FROM roots),
@@ -389,21 +534,16 @@ def _create_reached(connection: duckdb.DuckDBPyConnection) -> None:
         d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
                WHERE pid IN ({hops}))
         SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3""")  # fmt: skip
-    connection.execute("""CREATE TEMP TABLE related AS
-        SELECT DISTINCT subject_qid AS qid FROM needed_holders ANTI JOIN core c
-        ON c.qid = needed_holders.subject_qid""")
-    connection.execute(
-        "CREATE TEMP TABLE reached AS SELECT qid FROM core UNION ALL SELECT qid FROM related"
-    )
-    connection.execute("""CREATE TEMP TABLE related_pairs AS
-        SELECT h.subject_qid, h.pid FROM holder_pairs h SEMI JOIN related r ON r.qid = h.subject_qid""")
 
 
 def _create_roots(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
-    """``roots``: the subjects of ``shard`` (by their hash in ``subject_names``). Returns
-    how many subjects of the snapshot cannot be named (``SnapshotFacts.subject_name``)."""
+    """``roots``: the subjects of ``shard`` (by their hash in ``subject_names``), with their
+    ``chunk`` (``ChunkedRelated``). Returns how many subjects of the snapshot cannot be named
+    (``SnapshotFacts.subject_name``)."""
     connection.execute(f"""CREATE TEMP TABLE roots AS
-        SELECT qid FROM subject_names WHERE hash % {shard.count} = {shard.index}""")  # fmt: skip
+        SELECT qid, (row_number() OVER (ORDER BY CAST(qid[2:] AS BIGINT)) - 1)
+                    // {ROOTS_PER_CHUNK} AS chunk
+        FROM subject_names WHERE hash % {shard.count} = {shard.index}""")  # fmt: skip
     [(unnameable,)] = connection.execute(
         "SELECT count(*) FROM subject_names WHERE unnameable"
     ).fetchall()
@@ -430,11 +570,7 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
     """For each entity of ``bounded`` (the reached subjects and their golds' values, whose
     existence bounds a timeless value), the first day of any dated statement it takes part in,
     as subject or value, anywhere in the snapshot."""
-    table = python_dates(
-        connection.sql(
-            "SELECT qid, first FROM first_seen SEMI JOIN bounded USING (qid)"
-        ).to_arrow_table()
-    )
+    table = python_dates(connection.sql("SELECT * FROM index_first_seen").to_arrow_table())
     return {
         qid: day.toordinal()
         for qid, day in zip(
@@ -443,15 +579,16 @@ def _first_seen(connection: duckdb.DuckDBPyConnection) -> dict[str, int]:
     }
 
 
-def _holders(connection: duckdb.DuckDBPyConnection) -> dict[tuple, HolderGroup]:
+def _holders(connection: duckdb.DuckDBPyConnection, members: str) -> dict[tuple, HolderGroup]:
     """The holder groups the roots' related subjects come from, with the members of the
-    blocks they draw (``cross_entity_then``). A subject is in many groups (one per year it
-    holds a value), so its QID is one interned string shared by all of them."""
+    blocks they draw (``cross_entity_then``; SQL ``members`` of ``needed_holders``' columns).
+    A subject is in many groups (one per year it holds a value), so its QID is one interned
+    string shared by all of them."""
     reader = connection.sql(
-        """SELECT relation, value_qid, anchor, any_value(size) AS size,
+        f"""SELECT relation, value_qid, anchor, any_value(size) AS size,
                   list(position ORDER BY position) AS positions,
                   list(subject_qid ORDER BY position) AS members
-           FROM needed_holders GROUP BY ALL"""
+           FROM ({members}) GROUP BY relation, value_qid, anchor"""
     ).to_arrow_reader(1 << 16)
     groups = {}
     for batch in reader:

@@ -51,7 +51,7 @@ MAX_RELATED = 128
 
 
 def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
-    names = _PlainNames(facts)
+    names = _PlainNames()
     related_memo: dict[tuple[str, str, int], list[str]] = {}
     for subject, name, pid in askable_pairs(facts, templates):
         if related_memo and next(iter(related_memo))[0] != subject:
@@ -60,7 +60,7 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
         options = best_tier(
             facts,
             [
-                ((year, other), int(facts.drifts(other, pid, str(year))))
+                ((year, other), int(facts.about(subject, other).drifts(other, pid, str(year))))
                 for year in sorted(golds)
                 if facts.verbalizable(golds[year].qids)
                 for other in _candidates(
@@ -78,8 +78,9 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
             pick(templates, rng, pid, "explicit_year", subject=name, year=year),
             subject, pid, str(year), explicit=True,
         )  # fmt: skip
-        second = facts.turn(
-            pick(templates, rng, pid, "cross_entity", subject=facts.subject_name(other)),
+        about = facts.about(subject, other)
+        second = about.turn(
+            pick(templates, rng, pid, "cross_entity", subject=about.subject_name(other)),
             other, pid, str(year), explicit=False,
         )  # fmt: skip
         if first and second:
@@ -87,15 +88,18 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
 
 
 class _PlainNames:
-    """Each subject's name casefolded, or None where it cannot be named without digits."""
+    """Each subject's name casefolded, or None where it cannot be named without digits; held
+    for one chunk of roots (``SnapshotFacts.related``) at a time."""
 
-    def __init__(self, facts: SnapshotFacts):
-        self.facts = facts
+    def __init__(self) -> None:
+        self.chunk: object = None
         self.folded: dict[str, str | None] = {}
 
-    def __call__(self, subject: str) -> str | None:
+    def __call__(self, facts: SnapshotFacts, root: str, subject: str) -> str | None:
+        if (chunk := facts.related(root)) is not self.chunk:
+            self.chunk, self.folded = chunk, {}
         if subject not in self.folded:
-            name = self.facts.subject_name(subject)
+            name = facts.about(root, subject).subject_name(subject)
             self.folded[subject] = (
                 name.casefold() if name is not None and DIGIT.search(name) is None else None
             )
@@ -121,8 +125,8 @@ def _candidates(
         usable = [
             other
             for other in related_memo[key]
-            if _usable(facts, names, folded, other, pid, year, held)
-            and askable(facts, templates, other, pid)
+            if _usable(facts, names, folded, subject, other, pid, year, held)
+            and askable(facts.about(subject, other), templates, other, pid)
         ]
         if usable:
             return usable
@@ -132,12 +136,11 @@ def _candidates(
 def related(facts: SnapshotFacts, subject: str, relation: str, year: int) -> list[str]:
     """Subjects sharing a value of ``relation`` with ``subject`` in ``year``, then its values."""
     gold = facts.gold(subject, relation, str(year))
+    holders = facts.related(subject).holders
     found: dict[str, None] = {}
     for value in gold.qids if gold else ():
         for anchor in (str(year), None):
-            found.update(
-                dict.fromkeys(_window(facts.wide.holders.get((relation, value, anchor)), subject))
-            )
+            found.update(dict.fromkeys(_window(holders.get((relation, value, anchor)), subject)))
         found[value] = None
     found.pop(subject, None)
     return list(found)
@@ -157,17 +160,18 @@ def _window(group: HolderGroup | None, subject: str) -> list[str]:
 
 
 def _usable(
-    facts: SnapshotFacts, names: _PlainNames, folded: str, other: str, pid: str, year: int,
-    held: set[str],
+    facts: SnapshotFacts, names: _PlainNames, folded: str, subject: str, other: str, pid: str,
+    year: int, held: set[str],
 ) -> bool:  # fmt: skip
     """Whether ``other``, named without digits and without the subject's name (``folded``),
     has a labelled gold in ``year`` that shares nothing with the subject's (``held``)."""
-    other_name = names(other)
+    other_name = names(facts, subject, other)
     if other_name is None or folded in other_name:
         return False
-    other_gold = facts.gold(other, pid, str(year))
+    about = facts.about(subject, other)
+    other_gold = about.gold(other, pid, str(year))
     return (
         other_gold is not None
-        and facts.verbalizable(other_gold.qids)
+        and about.verbalizable(other_gold.qids)
         and held.isdisjoint(other_gold.qids)
     )

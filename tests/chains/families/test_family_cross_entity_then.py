@@ -162,7 +162,8 @@ def test_blocks_of_a_large_group_are_the_same_in_every_shard():
     today = {(row[1], "P6"): ["Q9"] for row in rows}
     templates = default_templates()
     whole = facts_from_rows(rows, names, present=today)
-    assert whole.wide.holders[("P463", "Q50", "2001")].size > 4 * cross_entity_then.MAX_RELATED
+    group = whole.related("Q1000").holders[("P463", "Q50", "2001")]
+    assert group.size > 4 * cross_entity_then.MAX_RELATED
     expected = list(cross_entity_then.generate(whole, templates, 0))
     parts = []
     for index in range(3):
@@ -196,5 +197,6 @@ def test_a_related_subjects_timeless_value_is_bounded_by_its_lifespan_in_every_s
         if shard.holds("Q1") and not shard.holds("Q2") and not shard.holds("Q61")
     )
     facts = facts_from_rows(rows, names, lifespans=lifespans, shard=shard)
-    assert "Q2" in facts.pids_by_subject
-    assert facts.gold("Q2", "P102", "2010") is None
+    related = facts.about("Q1", "Q2")
+    assert "Q2" not in facts.pids_by_subject and "Q2" in related.pids_by_subject
+    assert related.gold("Q2", "P102", "2010") is None
