@@ -147,6 +147,10 @@ class RelatedChunk:
     index: SnapshotFacts | None = None
     subjects: frozenset[str] = frozenset()
 
+    def about(self, subject: str, shard: SnapshotFacts) -> SnapshotFacts:
+        """The index that holds ``subject``: this chunk's, or the ``shard``'s own."""
+        return self.index if self.index is not None and subject in self.subjects else shard
+
 
 class RelatedSource(Protocol):
     """Loads the related subjects of a shard's roots a chunk of roots at a time, so a shard's
@@ -276,11 +280,6 @@ class SnapshotFacts:
                 loaded.index.drops, loaded.index._dropped = self.drops, self._dropped
             self._related = (chunk, loaded)
         return self._related[1]
-
-    def about(self, root: str, subject: str) -> SnapshotFacts:
-        """The index that holds ``subject``, a subject the chains of ``root`` reach."""
-        chunk = self.related(root)
-        return chunk.index if chunk.index is not None and subject in chunk.subjects else self
 
     def subject_name(self, subject: str) -> str | None:
         """How a question names the subject, or None when it cannot be named unambiguously."""

@@ -48,8 +48,11 @@ SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_row
                    "holder_groups", "first_seen")  # fmt: skip
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
-ROOTS_PER_CHUNK = 1_000
-"""Roots whose related subjects (``cross_entity_then``) a shard's index holds at a time."""
+ROOTS_PER_PART = 100
+GOLDS_PER_CHUNK = 80_000
+"""About how many truth rows of related subjects (``cross_entity_then``) a shard's index holds
+at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
+part counted alone, so a chunk shares more than this count says), whatever the dump's size."""
 DEFAULT_ROOTS_PER_SHARD = 10_000
 """Root subjects per shard by default: a chain step of 0.7 GB at 50k linked entities, 0.9 GB at
 200k, 1.2 GB at 400k (README, "Chain generation")."""
@@ -191,7 +194,12 @@ def _reach(
     _create_needed_holders(connection)
     _create_core(connection)
     related = ChunkedRelated.written(connection, pids, year, config)
-    _index_scope(connection, "SELECT qid FROM core", None)
+    _index_scope(
+        connection,
+        "SELECT qid FROM roots",
+        f"""SELECT c.qid AS subject_qid, p.pid FROM core c ANTI JOIN roots r ON r.qid = c.qid
+            CROSS JOIN (SELECT unnest([{sql_list(("P31", *HOP_PIDS))}]) AS pid) p""",
+    )
     index = _fetch_index(connection, pids)
     wide = SnapshotWide(
         roots=shard,
@@ -272,8 +280,8 @@ def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -
 
 
 class ChunkedRelated:
-    """The related subjects of a shard's roots (``cross_entity_then``), a chunk of
-    ``ROOTS_PER_CHUNK`` roots (in QID order) at a time: the shard step writes what they need of
+    """The related subjects of a shard's roots (``cross_entity_then``), a chunk of roots (in
+    QID order, about ``GOLDS_PER_CHUNK`` truth rows of related subjects) at a time: the shard step writes what they need of
     the snapshot once (Parquet files in a directory of its own), and ``load`` indexes one
     chunk's from them, so the shard holds one chunk's related subjects rather than all of
     them."""
@@ -308,17 +316,30 @@ class ChunkedRelated:
         if spill:
             Path(str(spill)).mkdir(parents=True, exist_ok=True)
         directory = tempfile.TemporaryDirectory(prefix="chain-related-", dir=spill or None)
-        connection.execute("""CREATE TEMP TABLE chunk_pairs AS
-            SELECT chunk, subject_qid, pid FROM holder_pairs h
-            WHERE NOT EXISTS (SELECT 1 FROM core c WHERE c.qid = h.subject_qid)""")
-        _index_scope(connection, None, "SELECT DISTINCT subject_qid, pid FROM chunk_pairs")
+        connection.execute("""CREATE TEMP TABLE part_pairs AS
+            SELECT part, subject_qid, pid FROM holder_pairs h
+            WHERE NOT EXISTS (SELECT 1 FROM roots r WHERE r.qid = h.subject_qid)""")
+        _index_scope(connection, None, "SELECT DISTINCT subject_qid, pid FROM part_pairs")
         _create_index(connection, pids)
+        connection.execute(f"""CREATE TEMP TABLE part_chunks AS
+            WITH golds AS (
+                SELECT p.part, count(*) AS golds FROM part_pairs p
+                JOIN index_gold g USING (subject_qid, pid) GROUP BY p.part)
+            SELECT part, CAST(sum(coalesce(golds, 0)) OVER (ORDER BY part) AS BIGINT)
+                         // {GOLDS_PER_CHUNK} AS chunk
+            FROM (SELECT DISTINCT part FROM roots) LEFT JOIN golds USING (part)""")
+        connection.execute("""CREATE TEMP TABLE chunk_pairs AS
+            SELECT DISTINCT c.chunk, p.subject_qid, p.pid FROM part_pairs p
+            JOIN part_chunks c USING (part)""")
+        connection.execute("""CREATE TEMP TABLE chunk_holders AS
+            SELECT DISTINCT c.chunk, h.* EXCLUDE (part) FROM needed_holders h
+            JOIN part_chunks c USING (part)""")
         sources = {
             "gold_rows": "index_gold", "undecided_rows": "index_undecided",
             "src_present_day": "index_present", "src_fact_intervals": "index_intervals",
             "src_labels": "index_labels", "src_lifespans": "index_lifespan_rows",
             "first_seen": "index_first_seen", "subject_names": "index_shared",
-            "chunk_pairs": "chunk_pairs", "chunk_holders": "needed_holders",
+            "chunk_pairs": "chunk_pairs", "chunk_holders": "chunk_holders",
         }  # fmt: skip
         for name in cls.SLICES:
             path = sql_string(str(Path(directory.name) / f"{name}.parquet"))
@@ -326,7 +347,11 @@ class ChunkedRelated:
             connection.execute(
                 f"COPY (SELECT * FROM {sources[name]}{order}) TO {path} (FORMAT parquet)"
             )
-        chunks = dict(connection.execute("SELECT qid, chunk FROM roots").fetchall())
+        chunks = dict(
+            connection.execute(
+                "SELECT qid, chunk FROM roots JOIN part_chunks USING (part)"
+            ).fetchall()
+        )
         return cls(directory, chunks, pids, year, config)
 
     def chunk_of(self, root: str) -> int:
@@ -467,9 +492,10 @@ def _create_holder_groups(connection: duckdb.DuckDBPyConnection) -> None:
 def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
     """``needed_holders``: the members of the holder blocks the roots draw related subjects
     from (``cross_entity_then``), with their group's size and their position in it;
-    ``holder_pairs``: the (member, property) a root drawing it may ask of it (a property of
-    the root) and its ``instance of``, which decides its pronoun: all ``cross_entity_then``
-    asks of a related subject."""
+    ``holder_pairs``: per part of the roots, the (subject, property) a root may ask of a related
+    subject (a member of a block it draws, or its own value of a relation): a property of the
+    root, and its ``instance of``, which decides its pronoun; all ``cross_entity_then`` asks
+    of a related subject."""
     blocks = f"CAST((size + {MAX_RELATED - 1}) // {MAX_RELATED} AS UBIGINT)"
     connection.execute(f"""CREATE TEMP TABLE root_blocks AS
         WITH root_years AS (
@@ -495,36 +521,44 @@ def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
             SELECT DISTINCT g.root, h.relation, h.value_qid, h.anchor,
                 CAST(('0x' || sha256(g.root)[1:16]) AS UBIGINT) % {blocks} AS block
             FROM groups g JOIN sizes h USING (relation, value_qid, anchor))
-        SELECT b.*, r.chunk FROM root_blocks b JOIN roots r ON r.qid = b.root""")  # fmt: skip
+        SELECT b.*, r.part FROM root_blocks b JOIN roots r ON r.qid = b.root""")  # fmt: skip
     connection.execute(f"""CREATE TEMP TABLE member_blocks AS
         WITH needed_blocks AS (
-            SELECT DISTINCT chunk, relation, value_qid, anchor, block FROM root_blocks),
+            SELECT DISTINCT part, relation, value_qid, anchor, block FROM root_blocks),
         member_blocks AS (
             SELECT *, CAST(position // {MAX_RELATED} AS UBIGINT) AS block FROM holder_groups
             UNION ALL
             SELECT *, {blocks} - 1 FROM holder_groups
             WHERE size > {MAX_RELATED} AND size % {MAX_RELATED} <> 0
                 AND position < {MAX_RELATED} - size % {MAX_RELATED})
-        SELECT m.*, n.chunk FROM member_blocks m
+        SELECT m.*, n.part FROM member_blocks m
         JOIN needed_blocks n USING (relation, value_qid, anchor, block)""")  # fmt: skip
     connection.execute("""CREATE TEMP TABLE needed_holders AS
-        SELECT DISTINCT chunk, relation, value_qid, anchor, size, position, subject_qid
+        SELECT DISTINCT part, relation, value_qid, anchor, size, position, subject_qid
         FROM member_blocks""")
     connection.execute("""CREATE TEMP TABLE holder_pairs AS
         WITH root_pids AS (
             SELECT DISTINCT subject_qid AS root, pid FROM gold_rows SEMI JOIN roots r
             ON r.qid = gold_rows.subject_qid),
         block_pids AS (
-            SELECT DISTINCT b.chunk, b.relation, b.value_qid, b.anchor, b.block, p.pid
-            FROM root_blocks b JOIN root_pids p USING (root))
-        SELECT DISTINCT m.chunk, m.subject_qid, p.pid FROM member_blocks m
-        JOIN block_pids p USING (chunk, relation, value_qid, anchor, block)
-        UNION SELECT DISTINCT chunk, subject_qid, 'P31' FROM member_blocks""")  # fmt: skip
+            SELECT DISTINCT b.part, b.relation, b.value_qid, b.anchor, b.block, p.pid
+            FROM root_blocks b JOIN root_pids p USING (root)),
+        root_values AS (
+            SELECT r.part, g.subject_qid AS root, unnest(g.value_qids) AS subject_qid
+            FROM relation_rows g JOIN roots r ON r.qid = g.subject_qid),
+        drawn AS (
+            SELECT DISTINCT m.part, m.subject_qid, p.pid FROM member_blocks m
+            JOIN block_pids p USING (part, relation, value_qid, anchor, block)
+            UNION SELECT v.part, v.subject_qid, p.pid FROM root_values v JOIN root_pids p USING (root))
+        SELECT part, subject_qid, pid FROM drawn
+        UNION SELECT part, subject_qid, 'P31' FROM drawn""")  # fmt: skip
 
 
 def _create_core(connection: duckdb.DuckDBPyConnection) -> None:
-    """``core``: the roots, their values and the values of those three bridged hops deep:
-    the subjects a shard's index holds every fact of."""
+    """``core``: the roots, their values and the values of those three bridged hops deep.
+    A shard's index holds every fact of a root, and of the others their ``instance of`` (a
+    pronoun's kind) and the properties of a bridged hop: all a family asks of them but
+    ``cross_entity_then``, whose related subjects a chunk holds (``ChunkedRelated``)."""
     hops = sql_list(HOP_PIDS)
     connection.execute(f"""CREATE TEMP TABLE core AS
         WITH d0 AS (SELECT qid FROM roots),
@@ -538,11 +572,12 @@ def _create_core(connection: duckdb.DuckDBPyConnection) -> None:
 
 def _create_roots(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
     """``roots``: the subjects of ``shard`` (by their hash in ``subject_names``), with their
-    ``chunk`` (``ChunkedRelated``). Returns how many subjects of the snapshot cannot be named
+    ``part``: ``ROOTS_PER_PART`` of them in QID order, of which ``ChunkedRelated`` makes
+    chunks. Returns how many subjects of the snapshot cannot be named
     (``SnapshotFacts.subject_name``)."""
     connection.execute(f"""CREATE TEMP TABLE roots AS
         SELECT qid, (row_number() OVER (ORDER BY CAST(qid[2:] AS BIGINT)) - 1)
-                    // {ROOTS_PER_CHUNK} AS chunk
+                    // {ROOTS_PER_PART} AS part
         FROM subject_names WHERE hash % {shard.count} = {shard.index}""")  # fmt: skip
     [(unnameable,)] = connection.execute(
         "SELECT count(*) FROM subject_names WHERE unnameable"

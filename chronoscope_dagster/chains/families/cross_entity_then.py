@@ -37,7 +37,7 @@ import hashlib
 import re
 from collections.abc import Iterator
 
-from chronoscope_dagster.chains.facts import HolderGroup, SnapshotFacts
+from chronoscope_dagster.chains.facts import HolderGroup, RelatedChunk, SnapshotFacts
 from chronoscope_dagster.chains.families.common import askable, askable_pairs, best_tier, pick
 from chronoscope_dagster.chains.model import Chain
 from chronoscope_dagster.chains.rng import rng_for
@@ -57,14 +57,15 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
         if related_memo and next(iter(related_memo))[0] != subject:
             related_memo.clear()
         golds = facts.year_golds(subject, pid)
+        chunk = facts.related(subject)
         options = best_tier(
             facts,
             [
-                ((year, other), int(facts.about(subject, other).drifts(other, pid, str(year))))
+                ((year, other), int(chunk.about(other, facts).drifts(other, pid, str(year))))
                 for year in sorted(golds)
                 if facts.verbalizable(golds[year].qids)
                 for other in _candidates(
-                    facts, templates, names, related_memo, subject, name, pid, year,
+                    facts, chunk, templates, names, related_memo, subject, name, pid, year,
                     golds[year].qids,
                 )
             ],
@@ -78,7 +79,7 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
             pick(templates, rng, pid, "explicit_year", subject=name, year=year),
             subject, pid, str(year), explicit=True,
         )  # fmt: skip
-        about = facts.about(subject, other)
+        about = chunk.about(other, facts)
         second = about.turn(
             pick(templates, rng, pid, "cross_entity", subject=about.subject_name(other)),
             other, pid, str(year), explicit=False,
@@ -92,14 +93,14 @@ class _PlainNames:
     for one chunk of roots (``SnapshotFacts.related``) at a time."""
 
     def __init__(self) -> None:
-        self.chunk: object = None
+        self.chunk: RelatedChunk | None = None
         self.folded: dict[str, str | None] = {}
 
-    def __call__(self, facts: SnapshotFacts, root: str, subject: str) -> str | None:
-        if (chunk := facts.related(root)) is not self.chunk:
+    def __call__(self, facts: SnapshotFacts, chunk: RelatedChunk, subject: str) -> str | None:
+        if chunk is not self.chunk:
             self.chunk, self.folded = chunk, {}
         if subject not in self.folded:
-            name = facts.about(root, subject).subject_name(subject)
+            name = chunk.about(subject, facts).subject_name(subject)
             self.folded[subject] = (
                 name.casefold() if name is not None and DIGIT.search(name) is None else None
             )
@@ -107,7 +108,7 @@ class _PlainNames:
 
 
 def _candidates(
-    facts: SnapshotFacts, templates: Templates, names: _PlainNames,
+    facts: SnapshotFacts, chunk: RelatedChunk, templates: Templates, names: _PlainNames,
     related_memo: dict[tuple[str, str, int], list[str]], subject: str, name: str, pid: str,
     year: int, golds: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
@@ -121,22 +122,25 @@ def _candidates(
             continue
         key = (subject, relation, year)
         if key not in related_memo:
-            related_memo[key] = related(facts, subject, relation, year)
+            related_memo[key] = related(facts, chunk, subject, relation, year)
         usable = [
             other
             for other in related_memo[key]
-            if _usable(facts, names, folded, subject, other, pid, year, held)
-            and askable(facts.about(subject, other), templates, other, pid)
+            if _usable(facts, chunk, names, folded, other, pid, year, held)
+            and askable(chunk.about(other, facts), templates, other, pid)
         ]
         if usable:
             return usable
     return []
 
 
-def related(facts: SnapshotFacts, subject: str, relation: str, year: int) -> list[str]:
-    """Subjects sharing a value of ``relation`` with ``subject`` in ``year``, then its values."""
+def related(
+    facts: SnapshotFacts, chunk: RelatedChunk, subject: str, relation: str, year: int
+) -> list[str]:
+    """Subjects sharing a value of ``relation`` with ``subject`` in ``year`` (among the holders
+    of ``chunk``, the subject's), then its values."""
     gold = facts.gold(subject, relation, str(year))
-    holders = facts.related(subject).holders
+    holders = chunk.holders
     found: dict[str, None] = {}
     for value in gold.qids if gold else ():
         for anchor in (str(year), None):
@@ -160,15 +164,15 @@ def _window(group: HolderGroup | None, subject: str) -> list[str]:
 
 
 def _usable(
-    facts: SnapshotFacts, names: _PlainNames, folded: str, subject: str, other: str, pid: str,
-    year: int, held: set[str],
+    facts: SnapshotFacts, chunk: RelatedChunk, names: _PlainNames, folded: str, other: str,
+    pid: str, year: int, held: set[str],
 ) -> bool:  # fmt: skip
     """Whether ``other``, named without digits and without the subject's name (``folded``),
     has a labelled gold in ``year`` that shares nothing with the subject's (``held``)."""
-    other_name = names(facts, subject, other)
+    other_name = names(facts, chunk, other)
     if other_name is None or folded in other_name:
         return False
-    about = facts.about(subject, other)
+    about = chunk.about(other, facts)
     other_gold = about.gold(other, pid, str(year))
     return (
         other_gold is not None

@@ -197,6 +197,6 @@ def test_a_related_subjects_timeless_value_is_bounded_by_its_lifespan_in_every_s
         if shard.holds("Q1") and not shard.holds("Q2") and not shard.holds("Q61")
     )
     facts = facts_from_rows(rows, names, lifespans=lifespans, shard=shard)
-    related = facts.about("Q1", "Q2")
+    related = facts.related("Q1").about("Q2", facts)
     assert "Q2" not in facts.pids_by_subject and "Q2" in related.pids_by_subject
     assert related.gold("Q2", "P102", "2010") is None
