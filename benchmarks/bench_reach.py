@@ -7,8 +7,9 @@ HOME is a home built through `truth` and `present_day` (e.g. `chronoscope run --
 shard count, every shard runs in its own process, one after another, as a `chain_families`
 shard step does: it indexes what its chains reach (`chains.reach`) from the snapshot-wide
 tables written once before (`write_chain_index`, timed apart) and generates the 11 families.
-Prints per shard the load time, the total, the subjects and golds indexed and the peak
-resident memory; then whether the merged families of every shard count are byte-identical
+Prints per shard the load time, the total, the subjects and golds indexed, a digest of its
+families' tables and refusals (to compare two versions of the code) and the peak resident
+memory; then whether the merged families of every shard count are byte-identical
 (`--first N`: only the first N shards of each count, for a step's figures at scale, and no
 comparison).
 """
@@ -25,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 SHARD = """
-import json, resource, sys, time
+import hashlib, json, resource, sys, time
 from pathlib import Path
 import pyarrow.parquet as pq
 from chronoscope_dagster.chains.facts import Shard
@@ -39,12 +40,16 @@ home, year, index, count, out = sys.argv[1:6]
 started = time.perf_counter()
 facts = warehouse_facts(Warehouse(Path(home)), year, Shard(int(index), int(count)), indexed=True)
 loaded = time.perf_counter() - started
-templates, chains = load_templates("en"), 0
+templates, chains, digest = load_templates("en"), 0, hashlib.sha256()
 for family in FAMILIES:
     output = generate_family(facts, family, templates, 42)
     chains += len(output.chains)
-    pq.write_table(output.table, Path(out) / f"{family}-{index}.parquet")
+    path = Path(out) / f"{family}-{index}.parquet"
+    pq.write_table(output.table, path)
+    digest.update(path.read_bytes())
+    digest.update(repr(sorted(output.refused, key=repr)).encode())
 print(json.dumps({"load_s": loaded, "total_s": time.perf_counter() - started,
+                  "digest": digest.hexdigest()[:16],
                   "subjects": len(facts.pids_by_subject), "chains": chains,
                   "golds": sum(map(len, facts.golds.values())),
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
@@ -111,7 +116,7 @@ def main() -> None:
                     f"{count} shards, shard {index}: load {row['load_s']:.1f} s, total "
                     f"{row['total_s']:.1f} s, {row['subjects']:,} subjects and "
                     f"{row['golds']:,} golds indexed, "
-                    f"{row['chains']:,} chains, peak {row['peak_mb']:,} MB",
+                    f"{row['chains']:,} chains (digest {row['digest']}), peak {row['peak_mb']:,} MB",
                     flush=True,
                 )
             print(

@@ -3,14 +3,17 @@
 A chain starts from a root subject (turn 1's) and goes on to subjects its facts lead to: the
 values of the root (whose kind decides a pronoun), the bridged hops of
 ``bridged_multi_pid`` (a value's value's value) and the related subjects of
-``cross_entity_then`` (holders of one of the root's values of a relation). A shard's index
-holds the facts of exactly those subjects, and DuckDB computes over the whole snapshot the
-few things that are not a subject's own: which labels two subjects share, when an entity
-first appears in a dated statement, and who holds a value (``HolderGroup``), once per snapshot
-(``write_snapshot_index``) for every shard step to join its roots against. An index so
-loaded decides every question its chains ask as the whole snapshot's would, so a shard's
-chains do not depend on the shard count, while its memory follows what the shard reaches
-rather than the snapshot.
+``cross_entity_then`` (holders of one of the root's values of a relation, and those values).
+A shard's index holds every fact of its roots, and of the values and hops only what the
+families ask of them; the related subjects, which a shard of thousands of roots draws by the
+hundred thousand, are written apart once and indexed a chunk of roots at a time
+(``ChunkedRelated``). DuckDB computes over the whole snapshot the few things that are not a
+subject's own: which labels two subjects share, when an entity first appears in a dated
+statement, and who holds a value (``HolderGroup``), once per snapshot
+(``write_snapshot_index``) for every shard step to join its roots against. An index so loaded
+decides every question its chains ask as the whole snapshot's would, so a shard's chains do
+not depend on the shard count, while its memory follows its roots and one chunk, not the
+snapshot.
 """
 
 from __future__ import annotations
@@ -54,8 +57,8 @@ GOLDS_PER_CHUNK = 80_000
 at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
 part counted alone, so a chunk shares more than this count says), whatever the dump's size."""
 DEFAULT_ROOTS_PER_SHARD = 10_000
-"""Root subjects per shard by default: a chain step of 0.7 GB at 50k linked entities, 0.9 GB at
-200k, 1.2 GB at 400k (README, "Chain generation")."""
+"""Root subjects per shard by default: a chain step of 486 MB at 50k linked entities, 540 MB at
+200k, 574 MB at 400k with a 300MB DuckDB limit (README, "Chain generation")."""
 
 
 def root_subjects_sql(truth: str) -> str:
