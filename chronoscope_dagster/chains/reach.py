@@ -284,10 +284,10 @@ def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -
 
 class ChunkedRelated:
     """The related subjects of a shard's roots (``cross_entity_then``), a chunk of roots (in
-    QID order, about ``GOLDS_PER_CHUNK`` truth rows of related subjects) at a time: the shard step writes what they need of
-    the snapshot once (Parquet files in a directory of its own), and ``load`` indexes one
-    chunk's from them, so the shard holds one chunk's related subjects rather than all of
-    them."""
+    QID order, about ``GOLDS_PER_CHUNK`` truth rows of related subjects) at a time: the shard
+    step writes what they need of the snapshot once (Parquet files in a directory of its own,
+    removed with this object), and ``load`` indexes one chunk's from them, so the shard holds
+    one chunk's related subjects rather than all of them."""
 
     SLICES = ("gold_rows", "undecided_rows", "src_present_day", "src_fact_intervals",
               "src_labels", "src_lifespans", "first_seen", "subject_names", "chunk_pairs",
@@ -312,9 +312,9 @@ class ChunkedRelated:
         year: int,
         config: Mapping[str, str | int] | None,
     ) -> ChunkedRelated:
-        """Write the related subjects of the ``roots`` on ``connection`` (``needed_holders``,
-        ``holder_pairs`` and ``core`` made): their facts, and per chunk of roots the pairs and
-        the holder groups it draws."""
+        """Write the related subjects of the ``roots`` on ``connection`` (with their
+        ``needed_holders`` and ``holder_pairs``): their facts, and per chunk of roots the
+        pairs and the holder groups it draws."""
         spill = (config or {}).get("temp_directory")
         if spill:
             Path(str(spill)).mkdir(parents=True, exist_ok=True)
