@@ -207,8 +207,10 @@ def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
 def present_day_sql(truth: str, labels: str, anchor: str) -> str:
     """Per (subject, property): the values at ``anchor`` (or timeless), with English labels.
 
-    The values are listed in QID order by a window rather than by ordered aggregates, which
-    DuckDB cannot spill: this way the query stays within its memory limit."""
+    Each pair's values are gathered by a plain ``list`` aggregate of (QID number, QID, label)
+    and then sorted, rather than by an ordered aggregate (which DuckDB cannot spill) or a
+    window over the pair (whose list per row made a pair of n values cost n squared): the
+    query stays within DuckDB's memory limit whatever the pair's size."""
     return f"""
     WITH current AS (
         SELECT * FROM {truth}
@@ -217,20 +219,21 @@ def present_day_sql(truth: str, labels: str, anchor: str) -> str:
         SELECT c.subject_qid, c.pid, c.anchor_scope, c.canonical_value_qid,
                unnest(c.value_qids) AS value_qid
         FROM current c
-    ), labelled AS (
-        SELECT e.*, l.label, CAST(substr(e.value_qid, 2) AS BIGINT) AS number
+    ), pairs AS (
+        SELECT e.subject_qid, e.pid,
+               list_sort(list(struct_pack(number := CAST(substr(e.value_qid, 2) AS BIGINT),
+                                          qid := e.value_qid, label := l.label))) AS found,
+               any_value(e.canonical_value_qid) AS canonical_value_qid,
+               any_value(e.anchor_scope) = 'timeless' AS is_timeless
         FROM exploded e LEFT JOIN {labels} l ON l.qid = e.value_qid
+        GROUP BY e.subject_qid, e.pid
     )
     SELECT subject_qid, pid,
-           list(value_qid) OVER pair AS value_qids,
-           list(label) OVER pair AS value_labels,
-           any_value(canonical_value_qid) OVER pair AS canonical_value_qid,
-           any_value(label) FILTER (WHERE value_qid = canonical_value_qid) OVER pair
-               AS canonical_label,
-           any_value(anchor_scope) OVER pair = 'timeless' AS is_timeless
-    FROM labelled
-    WINDOW pair AS (PARTITION BY subject_qid, pid ORDER BY number
-                    ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
-    QUALIFY row_number() OVER (PARTITION BY subject_qid, pid ORDER BY number) = 1
+           list_transform(found, lambda v: v.qid) AS value_qids,
+           list_transform(found, lambda v: v.label) AS value_labels,
+           canonical_value_qid,
+           list_filter(found, lambda v: v.qid = canonical_value_qid)[1].label AS canonical_label,
+           is_timeless
+    FROM pairs
     ORDER BY subject_qid, pid
     """

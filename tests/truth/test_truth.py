@@ -322,3 +322,43 @@ def test_a_memory_bound_splits_the_work_but_not_the_file(tmp_path):
     assert len(subject_ranges(connection, "fact_intervals", 5)) > 8
     assert subject_ranges(connection, "fact_intervals", 10**9) == ["TRUE"]
     assert paths[None].read_bytes() == paths[5].read_bytes() == paths[1].read_bytes()
+
+
+def test_the_present_of_many_pairs_stays_within_a_small_memory_limit():
+    """``present_day_sql`` gathers each pair's values by a plain aggregate, then sorts them by
+    QID number with their labels: the window over each pair it used before did not spill and
+    ran out of DuckDB's memory on a 1M-entity dump (here: 300,000 pairs under 192MB, which the window exceeded)."""
+    import pyarrow as pa
+
+    from chronoscope_dagster.truth.table import present_day_sql
+
+    pairs = 300_000
+    values = [[f"Q{(i * 7 + j * 13) % 500_000 + 1}" for j in (2, 0, 1)] for i in range(pairs)]
+    truth = pa.table(
+        {
+            "anchor": ["2025-10-01"] * pairs, "anchor_scope": ["day"] * pairs,
+            "subject_qid": [f"Q{1_000_000 + i}" for i in range(pairs)], "pid": ["P463"] * pairs,
+            "value_qids": values, "canonical_value_qid": [found[1] for found in values],
+            "n_values": [3] * pairs,
+        }
+    )  # fmt: skip
+    labels = pa.table(
+        {"qid": [f"Q{n}" for n in range(2, 500_001)], "label": [f"v{n}" for n in range(2, 500_001)]}
+    )
+    with duckdb.connect(config={"memory_limit": "192MB", "threads": 2}) as connection:
+        connection.register("truth_rows", truth)
+        connection.register("label_rows", labels)
+        reader = connection.sql(
+            present_day_sql("truth_rows", "label_rows", "2025-10-01")
+        ).to_arrow_reader(1 << 16)
+        rows = [row for batch in reader for row in zip(*batch.to_pydict().values(), strict=True)]
+    assert len(rows) == pairs
+    by_subject = {row[0]: row[1:] for row in rows}
+    for i in (0, 1, 76_922, pairs - 1):
+        pid, qids, found_labels, canonical, canonical_label, timeless = by_subject[
+            f"Q{1_000_000 + i}"
+        ]
+        expected = sorted(values[i], key=lambda qid: int(qid[1:]))
+        assert (pid, qids, canonical, timeless) == ("P463", expected, values[i][1], False)
+        assert found_labels == [None if q == "Q1" else f"v{q[1:]}" for q in expected]
+        assert canonical_label == (None if canonical == "Q1" else f"v{canonical[1:]}")
