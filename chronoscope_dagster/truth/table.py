@@ -209,8 +209,7 @@ def present_day_sql(truth: str, labels: str, anchor: str) -> str:
 
     Each pair's values are gathered by a plain ``list`` aggregate of (QID number, QID, label)
     and then sorted, rather than by an ordered aggregate (which DuckDB cannot spill) or a
-    window over the pair (whose list per row made a pair of n values cost n squared): the
-    query stays within DuckDB's memory limit whatever the pair's size."""
+    window over each pair, which needed more memory (300,000 pairs: over 192MB)."""
     return f"""
     WITH current AS (
         SELECT * FROM {truth}

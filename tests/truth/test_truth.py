@@ -326,9 +326,8 @@ def test_a_memory_bound_splits_the_work_but_not_the_file(tmp_path):
 
 def test_the_present_of_many_pairs_stays_within_a_small_memory_limit():
     """``present_day_sql`` gathers each pair's values by a plain aggregate, then sorts them by
-    QID number with their labels: the window over each pair it used before did not spill and
-    ran out of DuckDB's memory on a 1M-entity dump (here: 300,000 pairs under 192MB, which
-    the window exceeded)."""
+    QID number with their labels, within a memory limit that the window over each pair it
+    used before exceeded (300,000 pairs under 192MB)."""
     import pyarrow as pa
 
     from chronoscope_dagster.truth.table import present_day_sql
