@@ -230,12 +230,15 @@ def _index_scope(
         SELECT qid FROM index_subjects UNION SELECT DISTINCT subject_qid FROM index_pairs""")
 
 
-INDEX_TABLES = ("gold", "undecided", "present", "intervals", "labels", "lifespan_rows",
-                "first_seen", "shared")  # fmt: skip
+INDEX_TABLES = {"gold_rows": "index_gold", "undecided": "index_undecided",
+                "present_day": "index_present", "intervals": "index_intervals",
+                "labels": "index_labels", "lifespan_rows": "index_lifespan_rows"}  # fmt: skip
+"""``SnapshotFacts``' table arguments, by the ``_create_index`` table that holds each."""
 
 
 def _create_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
-    """The ``INDEX_TABLES`` (as ``index_<name>``) of what ``_index_scope`` set."""
+    """The tables of an index of what ``_index_scope`` set: ``INDEX_TABLES``, and
+    ``index_first_seen`` and ``index_shared`` (each subject's shared-label flag)."""
     connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_gold AS
         {_reached_rows("gold_rows", "*")} ORDER BY anchor NULLS FIRST, subject_qid, pid""")
     connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_undecided AS
@@ -267,19 +270,25 @@ def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -
     """``_create_index`` as ``SnapshotFacts``' arguments: its tables, the shared-label subjects
     (``shared``) and ``first_seen``."""
     _create_index(connection, pids)
-    tables = {
-        name: connection.sql(f"SELECT * FROM index_{name}").to_arrow_table()
-        for name in INDEX_TABLES[:6]
+    index = {
+        argument: connection.sql(f"SELECT * FROM {table}").to_arrow_table()
+        for argument, table in INDEX_TABLES.items()
     }
     shared = frozenset(
         qid for (qid,) in connection.execute("SELECT qid FROM index_shared WHERE shared").fetchall()
     )
-    return {
-        "gold_rows": tables["gold"], "undecided": tables["undecided"],
-        "present_day": tables["present"], "intervals": tables["intervals"],
-        "labels": tables["labels"], "lifespan_rows": tables["lifespan_rows"],
-        "shared": shared, "first_seen": _first_seen(connection),
-    }  # fmt: skip
+    return {**index, "shared": shared, "first_seen": _first_seen(connection)}
+
+
+RELATED_SLICES = {
+    "gold_rows": "index_gold", "undecided_rows": "index_undecided",
+    "src_present_day": "index_present", "src_fact_intervals": "index_intervals",
+    "src_labels": "index_labels", "src_lifespans": "index_lifespan_rows",
+    "first_seen": "index_first_seen", "subject_names": "index_shared",
+    "chunk_pairs": "chunk_pairs", "chunk_holders": "chunk_holders",
+}  # fmt: skip
+"""Each file ``ChunkedRelated`` writes: the name a chunk's index reads it as, and the table
+written to it."""
 
 
 class ChunkedRelated:
@@ -288,10 +297,6 @@ class ChunkedRelated:
     step writes what they need of the snapshot once (Parquet files in a directory of its own,
     removed with this object), and ``load`` indexes one chunk's from them, so the shard holds
     one chunk's related subjects rather than all of them."""
-
-    SLICES = ("gold_rows", "undecided_rows", "src_present_day", "src_fact_intervals",
-              "src_labels", "src_lifespans", "first_seen", "subject_names", "chunk_pairs",
-              "chunk_holders")  # fmt: skip
 
     def __init__(
         self,
@@ -337,19 +342,10 @@ class ChunkedRelated:
         connection.execute("""CREATE TEMP TABLE chunk_holders AS
             SELECT DISTINCT c.chunk, h.* EXCLUDE (part) FROM needed_holders h
             JOIN part_chunks c USING (part)""")
-        sources = {
-            "gold_rows": "index_gold", "undecided_rows": "index_undecided",
-            "src_present_day": "index_present", "src_fact_intervals": "index_intervals",
-            "src_labels": "index_labels", "src_lifespans": "index_lifespan_rows",
-            "first_seen": "index_first_seen", "subject_names": "index_shared",
-            "chunk_pairs": "chunk_pairs", "chunk_holders": "chunk_holders",
-        }  # fmt: skip
-        for name in cls.SLICES:
+        for name, table in RELATED_SLICES.items():
             path = sql_string(str(Path(directory.name) / f"{name}.parquet"))
             order = " ORDER BY chunk" if name.startswith("chunk_") else ""
-            connection.execute(
-                f"COPY (SELECT * FROM {sources[name]}{order}) TO {path} (FORMAT parquet)"
-            )
+            connection.execute(f"COPY (SELECT * FROM {table}{order}) TO {path} (FORMAT parquet)")
         chunks = dict(
             connection.execute(
                 "SELECT qid, chunk FROM roots JOIN part_chunks USING (part)"
@@ -362,7 +358,7 @@ class ChunkedRelated:
 
     def load(self, chunk: int) -> RelatedChunk:
         with duckdb.connect(":memory:", config=self.config) as connection:
-            for name in self.SLICES:
+            for name in RELATED_SLICES:
                 path = sql_string(str(Path(self.directory.name) / f"{name}.parquet"))
                 connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
             holders = _holders(connection, f"SELECT * FROM chunk_holders WHERE chunk = {chunk}")
