@@ -23,8 +23,9 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import chain
 from pathlib import Path
 
 import duckdb
@@ -297,19 +298,26 @@ def shard_key(index: int, count: int) -> str:
 
 
 def write_query(
-    connection: duckdb.DuckDBPyConnection, sql: str, path: Path, schema: pa.Schema | None = None
+    connection: duckdb.DuckDBPyConnection,
+    sql: str | Sequence[str],
+    path: Path,
+    schema: pa.Schema | None = None,
 ) -> int:
-    """Stream a query's rows, in its order, into one Parquet file; return the row count.
+    """Stream a query's rows (or several queries', one after another), in order, into one
+    Parquet file; return the row count.
 
     pyarrow writes the file (not DuckDB's parallel writer) in row groups of a fixed size, so
     the bytes depend only on the rows: the same rows give an identical file, whatever query
     (a whole table, or sorted parts of it) gave them.
     """
-    reader = connection.sql(sql).to_arrow_reader(QUERY_ROW_GROUP_ROWS)
-    schema = schema or reader.schema
+    queries = [sql] if isinstance(sql, str) else sql
+    readers = (connection.sql(query).to_arrow_reader(QUERY_ROW_GROUP_ROWS) for query in queries)
+    first = next(readers)
+    schema = schema or first.schema
     with RowGroupWriter(path, schema, QUERY_ROW_GROUP_ROWS) as writer:
-        for batch in reader:
-            writer.write(batch.cast(schema) if batch.schema != schema else batch)
+        for reader in chain([first], readers):
+            for batch in reader:
+                writer.write(batch.cast(schema) if batch.schema != schema else batch)
     return writer.rows
 
 

@@ -21,7 +21,7 @@ from chronoscope_dagster.truth.intervals import INTERVAL_ORDER, IntervalCounts, 
 from chronoscope_dagster.truth.table import (
     TRUTH_ORDER,
     TRUTH_SCHEMA,
-    present_day_sql,
+    present_day_queries,
     write_truth,
 )
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
@@ -238,10 +238,13 @@ def present_day(
         truth_rows = parquet_source(warehouse.data_path("truth", snapshot_year=year))
         labels = parquet_source(warehouse.data_path("labels", snapshot_year=year))
         with warehouse.writing("present_day") as path:
-            sql = present_day_sql(truth_rows, labels, anchor.key)
+            queries = present_day_queries(connection, truth_rows, labels, anchor.key)
             rows = write_query(
                 connection,
-                f"SELECT *, {int(year)} AS snapshot_year, '{anchor.key}' AS anchor FROM ({sql})",
+                [
+                    f"SELECT *, {int(year)} AS snapshot_year, '{anchor.key}' AS anchor FROM ({sql})"
+                    for sql in queries
+                ],
                 path,
             )
         unlabelled = connection.execute(

@@ -204,16 +204,42 @@ def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
     return int(float(amount) * _MEMORY_UNITS[unit])
 
 
-def present_day_sql(truth: str, labels: str, anchor: str) -> str:
-    """Per (subject, property): the values at ``anchor`` (or timeless), with English labels.
+BYTES_PER_PRESENT_ROW = 400
+"""Memory a present-day query takes per truth row it reads, with a margin over what was
+measured (1M realistic entities' 2.1M rows needed more than 300MB in one query)."""
+
+
+def _current_sql(truth: str, anchor: str) -> str:
+    return f"""SELECT * FROM {truth}
+        WHERE (anchor = {sql_string(anchor)} OR anchor_scope = 'timeless') AND n_values > 0"""
+
+
+def present_day_queries(
+    connection: duckdb.DuckDBPyConnection,
+    truth: str,
+    labels: str,
+    anchor: str,
+    rows_per_query: int | None = None,
+) -> list[str]:
+    """``present_day_sql`` split into queries over consecutive ranges of subjects, each of
+    about ``rows_per_query`` truth rows (default: the connection's memory limit over
+    ``BYTES_PER_PRESENT_ROW``): their rows, one query after another, are the whole table in
+    its order."""
+    budget = rows_per_query or _memory_limit_bytes(connection) // BYTES_PER_PRESENT_ROW
+    ranges = subject_ranges(connection, f"({_current_sql(truth, anchor)})", max(budget, 1))
+    return [present_day_sql(truth, labels, anchor, subjects) for subjects in ranges]
+
+
+def present_day_sql(truth: str, labels: str, anchor: str, subjects: str = "TRUE") -> str:
+    """Per (subject, property) of the subjects that satisfy ``subjects`` (a condition on
+    ``subject_qid``): the values at ``anchor`` (or timeless), with English labels.
 
     Each pair's values are gathered by a plain ``list`` aggregate of (QID number, QID, label)
     and then sorted, rather than by an ordered aggregate (which DuckDB cannot spill) or a
     window over each pair, which needed more memory (300,000 pairs: over 192MB)."""
     return f"""
     WITH current AS (
-        SELECT * FROM {truth}
-        WHERE (anchor = '{anchor}' OR anchor_scope = 'timeless') AND n_values > 0
+        SELECT * FROM ({_current_sql(truth, anchor)}) WHERE {subjects}
     ), exploded AS (
         SELECT c.subject_qid, c.pid, c.anchor_scope, c.canonical_value_qid,
                unnest(c.value_qids) AS value_qid

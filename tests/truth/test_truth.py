@@ -362,3 +362,50 @@ def test_the_present_of_many_pairs_stays_within_a_small_memory_limit():
         assert (pid, qids, canonical, timeless) == ("P463", expected, values[i][1], False)
         assert found_labels == [None if q == "Q1" else f"v{q[1:]}" for q in expected]
         assert canonical_label == (None if canonical == "Q1" else f"v{canonical[1:]}")
+
+
+def test_the_present_split_by_subjects_is_the_same_file(tmp_path):
+    """``present_day_queries`` under a small row budget runs one query per range of subjects;
+    their rows, written one after another, are the bytes of the single query's file, timeless
+    pairs and pairs of several values included."""
+    import pyarrow as pa
+
+    from chronoscope_dagster.truth.table import present_day_queries, present_day_sql
+    from chronoscope_dagster.warehouse import write_query
+
+    subjects = 2_000
+    rows = [
+        (anchor, scope, f"Q{100 + i}", pid, [f"Q{(i * 7 + j) % 900 + 1}" for j in range(i % 3 + 1)])
+        for i in range(subjects)
+        for anchor, scope, pid in (
+            ("2025-10-01", "day", "P463"), ("2024-10-01", "day", "P463"), (None, "timeless", "P17")
+        )
+    ]  # fmt: skip
+    truth = pa.table(
+        {
+            "anchor": [row[0] for row in rows], "anchor_scope": [row[1] for row in rows],
+            "subject_qid": [row[2] for row in rows], "pid": [row[3] for row in rows],
+            "value_qids": [row[4] for row in rows],
+            "canonical_value_qid": [row[4][-1] for row in rows],
+            "n_values": [len(row[4]) for row in rows],
+        }
+    )  # fmt: skip
+    labels = pa.table({"qid": [f"Q{n}" for n in range(2, 800)], "label": ["x"] * 798})
+    with duckdb.connect() as connection:
+        connection.register("truth_rows", truth)
+        connection.register("label_rows", labels)
+        queries = present_day_queries(
+            connection, "truth_rows", "label_rows", "2025-10-01", rows_per_query=500
+        )
+        split = write_query(connection, queries, tmp_path / "split.parquet")
+        whole = write_query(
+            connection,
+            present_day_sql("truth_rows", "label_rows", "2025-10-01"),
+            tmp_path / "whole.parquet",
+        )
+        assert present_day_queries(connection, "truth_rows", "label_rows", "2025-10-01") == [
+            present_day_sql("truth_rows", "label_rows", "2025-10-01")
+        ]
+    assert len(queries) >= 8
+    assert split == whole == 2 * subjects
+    assert (tmp_path / "split.parquet").read_bytes() == (tmp_path / "whole.parquet").read_bytes()
