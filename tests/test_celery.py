@@ -1,6 +1,6 @@
 """A sharded build through Dagster's celery executor: two real celery workers on the machine's
 Redis run every step, extraction, intervals, truth and chain generation split into shards
-(chain shards as many as ``roots_per_shard`` asks, each split into worker processes: ``-P
+(chain shards as many as ``root_rows_per_shard`` asks, each split into worker processes: ``-P
 solo`` workers may start them), and the files
 and the counts are those of the unsharded in-process build, byte for byte."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.storage.chains import root_subject_count
+from chronoscope_dagster.storage.chains import root_row_count
 from chronoscope_dagster.warehouse import Warehouse
 
 REDIS = ("127.0.0.1", 6379)
@@ -84,8 +84,8 @@ def test_a_sharded_build_through_a_celery_worker_equals_the_unsharded_build(samp
         )
         for n in range(2)
     ]
-    roots = root_subject_count(Warehouse(sample_home[0]), YEAR)
-    chain_config = {"roots_per_shard": -(-roots // SHARDS), "workers": 2}
+    rows = root_row_count(Warehouse(sample_home[0]), YEAR)
+    chain_config = {"root_rows_per_shard": -(-rows // SHARDS), "workers": 2}
     build = [*BUILD, (FAMILY_ASSETS, YEAR, {"chain_families": {"config": chain_config}})]
     try:
         for selection, partition, ops in build:

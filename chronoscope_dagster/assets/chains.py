@@ -25,7 +25,7 @@ from chronoscope_dagster.chains.benchmark import (
 from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.reach import DEFAULT_ROOTS_PER_SHARD, shard_count
+from chronoscope_dagster.chains.reach import DEFAULT_ROOT_ROWS_PER_SHARD, shard_count
 from chronoscope_dagster.chains.stats import (
     VALIDITY_COLUMNS,
     benchmark_stats_sql,
@@ -53,7 +53,7 @@ from chronoscope_dagster.storage.chains import (
     family_turns_sql,
     merged_refusals,
     refusals_by_family,
-    root_subject_count,
+    root_row_count,
     write_chain_index,
     write_merged_family,
     write_shard_families,
@@ -72,15 +72,16 @@ class ChainConfig(dg.Config):
         "chain starts from: each step (which an executor may place on another process or "
         "machine) indexes the subjects its shard's chains reach and generates them, and the "
         "shards are merged in order; the output is the same for any number. Memory follows "
-        "a shard's reach: raise it (or lower roots_per_shard) until a step fits.",
+        "a shard's reach: raise it (or lower root_rows_per_shard) until a step fits.",
     )
-    roots_per_shard: int = Field(
-        default=DEFAULT_ROOTS_PER_SHARD,
+    root_rows_per_shard: int = Field(
+        default=DEFAULT_ROOT_ROWS_PER_SHARD,
         ge=0,
-        description="At most this many root subjects (subjects with a truth row of a chain "
-        "property) per shard: the shard count is the larger of `shards` and the snapshot's "
-        "root subjects divided by this, rounded up, so a step's memory follows this number "
-        "rather than the snapshot's size. 0: `shards` alone.",
+        description="At most about this many truth rows of chain properties (the facts of the "
+        "root subjects, which a step indexes) per shard: the shard count is the larger of "
+        "`shards` and the snapshot's rows divided by this, rounded up, so a step's memory "
+        "follows this number rather than the snapshot's size, and an item whose only chain "
+        "property is `instance of` weighs one row. 0: `shards` alone.",
     )
     workers: int = Field(
         default=1,
@@ -102,11 +103,11 @@ def plan_chain_shards(
         if dg.AssetKey(f"family_{family}") in context.selected_asset_keys
     )
     count = config.shards
-    if config.roots_per_shard:
-        roots = root_subject_count(warehouse, context.partition_key)
-        count = shard_count(roots, config.roots_per_shard, config.shards)
+    if config.root_rows_per_shard:
+        rows = root_row_count(warehouse, context.partition_key)
+        count = shard_count(rows, config.root_rows_per_shard, config.shards)
         context.log.info(
-            f"{roots:,} root subjects, at most {config.roots_per_shard:,} per shard: "
+            f"{rows:,} truth rows of roots, at most {config.root_rows_per_shard:,} per shard: "
             f"{count} shard{'s' if count > 1 else ''}"
         )
     started = time.perf_counter()

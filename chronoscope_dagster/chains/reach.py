@@ -56,22 +56,23 @@ GOLDS_PER_CHUNK = 80_000
 """About how many truth rows of related subjects (``cross_entity_then``) a shard's index holds
 at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
 part counted alone, so a chunk shares more than this count says), whatever the dump's size."""
-DEFAULT_ROOTS_PER_SHARD = 10_000
-"""Root subjects per shard by default: a chain step of 486 MB at 50k linked entities, 540 MB at
-200k, 574 MB at 400k with a 300MB DuckDB limit (README, "Chain generation")."""
+DEFAULT_ROOT_ROWS_PER_SHARD = 150_000
+"""Truth rows of root subjects per shard by default: 5 shards of about 10,000 roots at 50k
+linked entities, a chain step of 486 MB at 50k, 540 MB at 200k, 574 MB at 400k with a 300MB
+DuckDB limit (README, "Chain generation")."""
 
 
-def root_subjects_sql(truth: str) -> str:
-    """The count of the subjects of one snapshot's ``truth`` (SQL of its rows) with a truth row
-    of a chain property: the roots chains may start from, which shards divide."""
-    return f"""SELECT count(DISTINCT subject_qid) FROM {truth}
-                WHERE pid IN ({sql_list(default_catalog().chain_pids)})"""
+def root_rows_sql(truth: str) -> str:
+    """The count of the truth rows (SQL of ``truth``'s rows) of chain properties: the facts of
+    the roots chains may start from, which a shard's index holds and shards divide. An item
+    whose only chain property is ``instance of`` (most of a real dump) is a root of one row."""
+    return f"SELECT count(*) FROM {truth} WHERE pid IN ({sql_list(default_catalog().chain_pids)})"
 
 
-def shard_count(roots: int, roots_per_shard: int, at_least: int = 1) -> int:
-    """How many shards hold ``roots`` root subjects at most ``roots_per_shard`` each (about:
-    a hash divides them), and at least ``at_least``."""
-    return max(at_least, -(-roots // roots_per_shard))
+def shard_count(rows: int, rows_per_shard: int, at_least: int = 1) -> int:
+    """How many shards hold ``rows`` truth rows of roots at most ``rows_per_shard`` each
+    (about: a hash of the subject divides them), and at least ``at_least``."""
+    return max(at_least, -(-rows // rows_per_shard))
 
 
 def source_facts(

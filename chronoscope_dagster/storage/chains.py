@@ -21,7 +21,7 @@ from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.reach import (
     SOURCES,
-    root_subjects_sql,
+    root_rows_sql,
     sampled_source_facts,
     source_facts,
     write_snapshot_index,
@@ -45,11 +45,11 @@ def snapshot_sources(warehouse: Warehouse, year: str) -> dict[str, str]:
     return {name: parquet_source(path) for name, path in files.items()}
 
 
-def root_subject_count(warehouse: Warehouse, year: str) -> int:
-    """The root subjects of snapshot ``year`` (``root_subjects_sql``)."""
+def root_row_count(warehouse: Warehouse, year: str) -> int:
+    """The truth rows of the root subjects of snapshot ``year`` (``root_rows_sql``)."""
     truth = parquet_source(warehouse.data_path("truth", snapshot_year=year))
     with warehouse.connect() as connection:
-        [(count,)] = connection.execute(root_subjects_sql(truth)).fetchall()
+        [(count,)] = connection.execute(root_rows_sql(truth)).fetchall()
     return count
 
 

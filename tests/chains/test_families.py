@@ -156,15 +156,16 @@ def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
             assert found.refused == expected.refused, family
 
 
-def test_roots_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
-    """The shard count for at most N roots a shard: every subject a chain may start from is
-    counted, and the count is rounded up, never below the shards asked for."""
+def test_root_rows_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
+    """The shard count for at most N truth rows of roots a shard: every row of a chain property
+    a chain may start from is counted (every gold the index holds, and more), and the count is
+    rounded up, never below the shards asked for."""
     from chronoscope_dagster.chains.reach import shard_count
-    from chronoscope_dagster.storage.chains import root_subject_count
+    from chronoscope_dagster.storage.chains import root_row_count
     from chronoscope_dagster.warehouse import Warehouse
 
-    roots = root_subject_count(Warehouse(sample_truth_home), "2025")
-    assert roots >= len(sample_facts.pids_by_subject) > 0
+    rows = root_row_count(Warehouse(sample_truth_home), "2025")
+    assert rows >= sum(map(len, sample_facts.golds.values())) > 0
     assert [shard_count(10, n) for n in (1, 3, 4, 10, 11)] == [10, 4, 3, 1, 1]
     assert shard_count(0, 5) == 1 and shard_count(10, 4, at_least=7) == 7
 
