@@ -106,9 +106,9 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         "--chain-workers",
         type=int,
         metavar="N",
-        help="processes generating a snapshot's chain families, each indexing the snapshot "
-        "(memory grows with N) and taking one subject-hash shard; the chains are the same for "
-        "any N (default 1: enough for the sample; one per core on a large dump)",
+        help="processes in each chain-generation step, each indexing what one part of the "
+        "step's shard reaches; the chains are the same for any N (default: one per core "
+        "where the step is large enough, see chain_families.workers; 1 on the sample)",
     )
     run.add_argument(
         "--threads",

@@ -37,6 +37,13 @@ def step_workers(requested: int | None, what: str) -> tuple[int | None, str | No
     )
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (a container's cpuset), where the OS says."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def may_start_processes() -> bool:
     """Whether this process may start processes: not a daemonic one (a celery prefork
     worker's child)."""

@@ -25,7 +25,12 @@ from chronoscope_dagster.chains.benchmark import (
 from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
 from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
-from chronoscope_dagster.chains.reach import DEFAULT_ROOT_ROWS_PER_SHARD, shard_count
+from chronoscope_dagster.chains.reach import (
+    DEFAULT_ROOT_ROWS_PER_SHARD,
+    ROOT_ROWS_PER_WORKER,
+    shard_count,
+    worker_count,
+)
 from chronoscope_dagster.chains.stats import (
     VALIDITY_COLUMNS,
     benchmark_stats_sql,
@@ -42,7 +47,13 @@ from chronoscope_dagster.llm.blind import (
 )
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
-from chronoscope_dagster.processes import PeakMemory, in_own_process, measured, step_workers
+from chronoscope_dagster.processes import (
+    PeakMemory,
+    in_own_process,
+    measured,
+    step_workers,
+    usable_cores,
+)
 from chronoscope_dagster.release import CARD_FILE, CODE_LINEAGE
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.resources.warehouse import refresh_views
@@ -84,11 +95,12 @@ class ChainConfig(dg.Config):
         "property is `instance of` weighs one row. 0: `shards` alone.",
     )
     workers: int = Field(
-        default=1,
-        ge=1,
+        default=0,
+        ge=0,
         description="Processes within each step, each from one part of its shard with its own "
-        "index of what that part reaches; the output is the same for any number. One per "
-        "core on a large dump; 1 on the sample.",
+        "index of what that part reaches; the output is the same for any number. 0: one per "
+        f"core, as long as each gets {ROOT_ROWS_PER_WORKER:,} truth rows of roots (1 on the "
+        "sample).",
     )
 
 
@@ -127,15 +139,19 @@ def generate_chain_shard(
     year = context.partition_key
     config = shard.config
     families = shard.value
-    workers, reduced = step_workers(config.workers, "chain generation")
+    if not (workers := config.workers):
+        rows = root_row_count(warehouse, year) // shard.count
+        workers = worker_count(rows, usable_cores())
+    workers, reduced = step_workers(workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
+    context.log.info(f"shard {shard.index} of {shard.count}: {workers} process(es)")
     left, peak_mb = in_own_process(
         partial(
             measured,
             partial(
                 write_shard_families, warehouse, year, families, config.language, config.seed,
-                workers or 1, SubjectShard(shard.index, shard.count), shard.key,
+                workers, SubjectShard(shard.index, shard.count), shard.key,
             ),
         )
     )  # fmt: skip
@@ -193,7 +209,7 @@ def merge_chain_shards(
                 "no_explicit_question": dg.MetadataValue.json(dict(sorted(no_explicit.items()))),
                 "seed": config.seed,
                 "shards": len(shards),
-                "workers": config.workers,
+                "workers": config.workers or "one per core (0)",
                 "preview": dg.MetadataValue.md(
                     markdown_table(["chain", "turn", "question", "answer"], merged.preview)
                 ),

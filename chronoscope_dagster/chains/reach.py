@@ -69,6 +69,16 @@ def root_rows_sql(truth: str) -> str:
     return f"SELECT count(*) FROM {truth} WHERE pid IN ({sql_list(default_catalog().chain_pids)})"
 
 
+ROOT_ROWS_PER_WORKER = 50_000
+"""A shard step starts a process per core only while each gets at least this many truth rows
+of roots: below, a process's start and its snapshot-wide selection cost more than it saves."""
+
+
+def worker_count(rows: int, cores: int) -> int:
+    """Processes for a shard step of ``rows`` truth rows of roots on ``cores`` cores."""
+    return max(1, min(cores, rows // ROOT_ROWS_PER_WORKER))
+
+
 def shard_count(rows: int, rows_per_shard: int, at_least: int = 1) -> int:
     """How many shards hold ``rows`` truth rows of roots at most ``rows_per_shard`` each
     (about: a hash of the subject divides them), and at least ``at_least``."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from chronoscope_dagster.parquet import RowGroupWriter
+from chronoscope_dagster.processes import usable_cores
 from chronoscope_dagster.wikidata.block_ring import BlockRing, attach_ring
 from chronoscope_dagster.wikidata.extract import (
     LABELS_SCHEMA,
@@ -272,7 +273,7 @@ def extract_dump(
     input_bytes = sum(p.stat().st_size for p in paths)
     if not workers:
         small = input_bytes * SMALL_INPUT_RATIO < block_bytes
-        workers = 1 if small else _usable_cores()
+        workers = 1 if small else usable_cores()
     report = ExtractionReport(workers=workers, input_bytes=input_bytes)
     extractor = Extractor()
     started = time.perf_counter()
@@ -336,10 +337,3 @@ def _results(
                 in_flight.append((pool.submit(_extract_block, bytes(block)), None))
         while in_flight:
             yield in_flight.popleft()[0].result()
-
-
-def _usable_cores() -> int:
-    """The CPUs this process may run on (a container's cpuset), where the OS says."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1

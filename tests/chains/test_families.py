@@ -170,6 +170,17 @@ def test_root_rows_per_shard_plans_enough_shards_for_every_root(sample_truth_hom
     assert shard_count(0, 5) == 1 and shard_count(10, 4, at_least=7) == 7
 
 
+def test_a_shard_step_starts_a_process_per_core_only_where_each_has_work():
+    """``worker_count``: one process per core while each gets ``ROOT_ROWS_PER_WORKER`` truth
+    rows of roots, never none: a step of the sample's size runs in one."""
+    from chronoscope_dagster.chains.reach import ROOT_ROWS_PER_WORKER, worker_count
+
+    assert worker_count(29_323, 2) == worker_count(0, 8) == 1
+    assert worker_count(143_093, 2) == 2 == worker_count(2 * ROOT_ROWS_PER_WORKER, 32)
+    assert worker_count(2 * ROOT_ROWS_PER_WORKER - 1, 32) == 1
+    assert worker_count(10**8, 32) == 32
+
+
 def test_the_snapshot_wide_kinds_name_subjects_as_the_index_does(sample_facts):
     """DuckDB counts the subjects no question can name (no label among them) by the rule the
     index names them by, and marks the holders nameable without digits."""
