@@ -56,10 +56,11 @@ GOLDS_PER_CHUNK = 80_000
 """About how many truth rows of related subjects (``cross_entity_then``) a shard's index holds
 at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
 part counted alone, so a chunk shares more than this count says), whatever the dump's size."""
-DEFAULT_ROOT_ROWS_PER_SHARD = 150_000
-"""Truth rows of root subjects per shard by default: 5 shards of about 10,000 roots at 50k
-linked entities, a chain step of 486 MB at 50k, 540 MB at 200k, 574 MB at 400k with a 300MB
-DuckDB limit (README, "Chain generation")."""
+DEFAULT_ROOT_ROWS_PER_SHARD = 130_000
+"""Truth rows of root subjects per shard by default: about 10,000 roots of the linked dumps
+(12.4 rows a root: 631,156 rows at 50k entities, 5 shards), whose steps of 10,000 roots peaked
+at 486 MB at 50k, 540 MB at 200k and 574 MB at 400k with a 300MB DuckDB limit (README,
+"Chain generation")."""
 
 
 def root_rows_sql(truth: str) -> str:
