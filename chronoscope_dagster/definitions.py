@@ -23,6 +23,7 @@ from chronoscope_dagster.checks import paraphrase as paraphrase_checks
 from chronoscope_dagster.checks import probe as probe_checks
 from chronoscope_dagster.checks import truth as truth_checks
 from chronoscope_dagster.code_versions import code_version
+from chronoscope_dagster.processes import executor_name
 from chronoscope_dagster.resources import (
     AnchorCalendar,
     BenchmarkSettings,
@@ -42,7 +43,7 @@ def executor_from_environment() -> dg.ExecutorDefinition:
     process, as the command line runs), ``multiprocess`` (steps in child processes on this
     machine) or ``celery`` (steps as tasks for the workers of the broker
     ``CHRONOSCOPE_CELERY_BROKER``, on any machine that shares the home and the instance)."""
-    name = os.environ.get("CHRONOSCOPE_EXECUTOR", "in_process")
+    name = executor_name()
     if name == "in_process":
         return dg.in_process_executor
     if name == "multiprocess":

@@ -37,11 +37,23 @@ def step_workers(requested: int | None, what: str) -> tuple[int | None, str | No
     )
 
 
+def executor_name() -> str:
+    """The Dagster executor named by ``CHRONOSCOPE_EXECUTOR`` (``in_process`` by default)."""
+    return os.environ.get("CHRONOSCOPE_EXECUTOR", "in_process")
+
+
 def usable_cores() -> int:
     """The CPUs this process may run on (a container's cpuset), where the OS says."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def cores_for_a_step() -> int:
+    """The cores one step may use: every usable one where steps run one at a time (the
+    in-process executor), else 1, since an executor that runs steps side by side gives the
+    cores to the concurrent steps."""
+    return usable_cores() if executor_name() == "in_process" else 1
 
 
 def may_start_processes() -> bool:

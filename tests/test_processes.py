@@ -6,7 +6,13 @@ from functools import partial
 
 import pytest
 
-from chronoscope_dagster.processes import PeakMemory, in_own_process, measured
+from chronoscope_dagster.processes import (
+    PeakMemory,
+    cores_for_a_step,
+    in_own_process,
+    measured,
+    usable_cores,
+)
 
 MB = 1 << 20
 
@@ -41,3 +47,16 @@ def test_a_process_made_for_the_work_reports_the_works_peak():
     result, peak_mb = in_own_process(partial(measured, partial(hold, 200)))
     assert result == 200
     assert 200 <= peak_mb < 600
+
+
+def test_a_step_uses_every_core_only_where_steps_run_one_at_a_time(monkeypatch):
+    """The in-process executor (the default and the command line's) runs one step at a time,
+    so a step may start a process per core; the multiprocess and celery executors run steps
+    side by side, and each of them gets one."""
+    monkeypatch.delenv("CHRONOSCOPE_EXECUTOR", raising=False)
+    assert cores_for_a_step() == usable_cores() >= 1
+    monkeypatch.setenv("CHRONOSCOPE_EXECUTOR", "in_process")
+    assert cores_for_a_step() == usable_cores()
+    for executor in ("multiprocess", "celery"):
+        monkeypatch.setenv("CHRONOSCOPE_EXECUTOR", executor)
+        assert cores_for_a_step() == 1

@@ -49,10 +49,10 @@ from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import (
     PeakMemory,
+    cores_for_a_step,
     in_own_process,
     measured,
     step_workers,
-    usable_cores,
 )
 from chronoscope_dagster.release import CARD_FILE, CODE_LINEAGE
 from chronoscope_dagster.resources import BenchmarkSettings
@@ -100,7 +100,9 @@ class ChainConfig(dg.Config):
         description="Processes within each step, each from one part of its shard with its own "
         "index of what that part reaches; the output is the same for any number. 0: one per "
         f"core, as long as each gets {ROOT_ROWS_PER_WORKER:,} truth rows of roots (1 on the "
-        "sample).",
+        "sample), where steps run one at a time (the in-process executor of the command line "
+        "and of `CHRONOSCOPE_EXECUTOR`'s default); 1 under an executor that runs steps side "
+        "by side, whose concurrent steps use the cores.",
     )
 
 
@@ -141,7 +143,7 @@ def generate_chain_shard(
     families = shard.value
     if not (workers := config.workers):
         rows = root_row_count(warehouse, year) // shard.count
-        workers = worker_count(rows, usable_cores())
+        workers = worker_count(rows, cores_for_a_step())
     workers, reduced = step_workers(workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
