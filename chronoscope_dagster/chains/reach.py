@@ -58,9 +58,9 @@ at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this
 part counted alone, so a chunk shares more than this count says), whatever the dump's size."""
 DEFAULT_ROOT_ROWS_PER_SHARD = 130_000
 """Truth rows of root subjects per shard by default: about 10,000 roots of the linked dumps
-(12.7 rows a root: 631,156 rows of 49,757 roots at 50k entities, 5 shards), whose steps of 10,000 roots peaked
-at 486 MB at 50k, 540 MB at 200k and 574 MB at 400k with a 300MB DuckDB limit (README,
-"Chain generation")."""
+(12.7 rows a root: 631,156 rows of 49,757 roots at 50k entities, 5 shards), whose steps of
+10,000 roots peaked at 486 MB at 50k, 540 MB at 200k and 574 MB at 400k with a 300MB DuckDB
+limit (README, "Chain generation")."""
 
 
 def root_rows_sql(truth: str) -> str:
