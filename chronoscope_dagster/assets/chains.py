@@ -142,8 +142,9 @@ def generate_chain_shard(
     config = shard.config
     families = shard.value
     if not (workers := config.workers):
-        rows = root_row_count(warehouse, year) // shard.count
-        workers = worker_count(rows, cores_for_a_step())
+        cores = cores_for_a_step()
+        rows = root_row_count(warehouse, year) // shard.count if cores > 1 else 0
+        workers = worker_count(rows, cores)
     workers, reduced = step_workers(workers, "chain generation")
     if reduced:
         context.log.warning(reduced)
