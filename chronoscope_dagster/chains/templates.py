@@ -38,6 +38,10 @@ PROPERTY_SLOTS: dict[str, frozenset[str]] = {
     "reintroduce": frozenset({"subject"}),
     "about_previous": frozenset(),
 }
+UNNAMED_SLOTS = frozenset({"interval_yes_no"})
+"""Slots whose phrasings may name the property through the value alone; every other phrasing
+names it by a keyword, never by reference ("who held that office?" after a question on another
+property), and a paraphrase must keep one."""
 GENERIC_SLOTS: dict[str, frozenset[str]] = {
     "scope_switch": frozenset({"year"}),
     "span_switch": frozenset({"year", "year2"}),
@@ -303,7 +307,16 @@ def _check_property(pid: str, entry: Any) -> list[str]:
         )
     fields = (*PROPERTY_FIELDS, KEYWORDS_FIELD)
     slots = {key: value for key, value in entry.items() if key not in fields}
-    return problems + _check_slots(pid, slots, PROPERTY_SLOTS)
+    problems += _check_slots(pid, slots, PROPERTY_SLOTS)
+    if problems:
+        return problems
+    words = [word.casefold() for k in keywords for word in ([k] if isinstance(k, str) else k)]
+    return [
+        f"{pid}.{slot}: {text!r} names no keyword of the property"
+        for slot in PROPERTY_SLOTS.keys() - UNNAMED_SLOTS
+        for text in slots[slot]
+        if not any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text.casefold()) for word in words)
+    ]
 
 
 def _is_keyword(value: Any) -> bool:

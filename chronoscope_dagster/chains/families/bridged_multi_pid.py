@@ -11,7 +11,8 @@ previous turn's single answer, which the question names (``cross_entity``:
 "And for Google, who was the CEO at the time?"; a pronoun after an answer of
 the subject's kind could mean either); where no hop is possible, the user
 returns to A (``reintroduce``: names A, no year) with another of A's
-properties.
+properties; where neither is possible, the chain branches: a hop from an
+earlier turn's single answer, named again (``cross_entity``).
 
 Rule: for each (subject A, property p1) of ``BRIDGES`` and each whole-year
 anchor Y (1950 to the snapshot year) where A's gold for p1 is exactly one
@@ -19,17 +20,21 @@ labelled value M (so the bridge is unambiguous), a chain is built from the
 item-and-year's generator: each next turn is a hop from the previous turn's
 answer when it is a single value with a bridge property p of the previous
 property (``BRIDGES``) that the entity really has at Y (a decided gold;
-``askable``: its templates refer to it with the right pronoun) and whose gold
-names no entity already in the chain; else a return to A with a property not
-yet asked of A whose gold at Y is labelled and shares nothing with the
-previous answer. The most scope-sensitive options are drawn first
-(drift-eligible, then scope-sensitive, ``common``); every scored turn depends
-on the year (a timeless fact, such as a company's country, is never asked: it
-would be answered without the scope). No question repeats. A year whose chain does not reach 4 turns
-is not used (``too_short``), nor one with fewer than ``MIN_DRIFTING``
-drift-eligible scored turns (``scope_insensitive``: composing is tested
-against the present-day shortcut); Y is drawn among the years with the most
-drift-eligible turns. The bridge is joined by QID, never by label.
+``askable``: its templates refer to it with the right pronoun) and whose
+gold names no entity already in the chain; else a return to A with a
+property not yet asked of A whose gold at Y is labelled and names no entity
+already in the chain; else a branch, the same hop from an earlier turn's
+single answer (without branches, the chains of real dumps stop at three
+turns: a country's head of government has no bridge property whose gold
+changes with the year). The most scope-sensitive options are drawn first
+(drift-eligible, then scope-sensitive, ``common``); every scored turn
+depends on the year (a timeless fact, such as a company's country, is never
+asked: it would be answered without the scope). No question repeats. A year
+whose chain does not reach 4 turns is not used (``too_short``), nor one with
+fewer than ``MIN_DRIFTING`` drift-eligible scored turns
+(``scope_insensitive``: composing is tested against the present-day
+shortcut); Y is drawn among the years with the most drift-eligible turns.
+The bridge is joined by QID, never by label.
 
 Bridges (``BRIDGES``: p1 -> properties of its value), kept where the sample has
 them: employer -> CEO, chairperson, owner, head coach, country, administrative
@@ -133,7 +138,8 @@ def _next(
     anchor: str,
 ) -> tuple[str, str, str] | None:  # fmt: skip
     """The next question as (entity, property, slot): a hop from the previous turn's single
-    answer, else a return to the subject; the most scope-sensitive option, drawn."""
+    answer, else a return to the subject, else a hop from an earlier single answer; the most
+    scope-sensitive option, drawn."""
     previous = turns[-1]
     seen = {turn.subject_qid for turn in turns} | {q for turn in turns for q in turn.gold_qids}
     entity = previous.gold_qids[0] if len(previous.gold_qids) == 1 else None
@@ -153,7 +159,15 @@ def _next(
         and askable(facts, templates, subject, other)
         and _fresh_gold(facts, subject, other, anchor, seen)
     ]
-    for options in (hops, backs):
+    branches = [
+        (earlier.gold_qids[0], bridged, "cross_entity")
+        for earlier in turns[:-1]
+        if len(earlier.gold_qids) == 1 and facts.subject_name(earlier.gold_qids[0]) is not None
+        for bridged in BRIDGES.get(earlier.pid, ())
+        if askable(facts, templates, earlier.gold_qids[0], bridged)
+        and _fresh_gold(facts, earlier.gold_qids[0], bridged, anchor, seen)
+    ]
+    for options in (hops, backs, branches):
         ranks = [sensitivity(facts, entity, pid, anchor) for entity, pid, _ in options]
         if any(ranks):
             return rng.choice(
