@@ -46,9 +46,11 @@ where no prefix is kept is refused (``too_short``). Yes/no turns ask ``interval_
 from __future__ import annotations
 
 import random
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from chronoscope_dagster.chains.evidence import FOREVER, anchor_span, longest_gap, merge
 from chronoscope_dagster.chains.facts import SnapshotFacts
@@ -80,6 +82,7 @@ class Option:
 
 
 def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[Chain]:
+    spans = _spans(facts.snapshot_year)
     for subject, name, pid in askable_pairs(facts, templates):
         if facts.is_timeless(subject, pid):
             continue
@@ -89,7 +92,7 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
             for year, gold in years.items()
             if FIRST_YEAR <= year <= facts.snapshot_year and facts.verbalizable(gold.qids)
         )
-        options = _options(facts, subject, pid)
+        options = _options(facts, subject, pid, spans)
         if not anchors or {o.answer for o in options} != {"yes", "no"}:
             continue
         rng = rng_for(seed, FAMILY, subject, pid)
@@ -128,7 +131,18 @@ def generate(facts: SnapshotFacts, templates: Templates, seed: int) -> Iterator[
         yield Chain(FAMILY, facts.snapshot_year, first.scope_anchor, tuple(turns))
 
 
-def _options(facts: SnapshotFacts, subject: str, pid: str) -> list[Option]:
+def _spans(snapshot_year: int) -> list[tuple[int, int, int, int]]:
+    """Every candidate span as (y1, y2, first day, last day), by y1 then y2."""
+    ends = list(range(FIRST_YEAR, snapshot_year + 1))
+    return [
+        (y1, y2, *anchor_span(f"{y1}-{y2}", snapshot_year))
+        for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS)
+    ]
+
+
+def _options(
+    facts: SnapshotFacts, subject: str, pid: str, spans: list[tuple[int, int, int, int]]
+) -> list[Option]:
     """Every (span, value) whose answer the facts decide, in span then QID order."""
     key = (subject, pid)
     spans_of = facts.value_spans.get(key, {})
@@ -144,10 +158,14 @@ def _options(facts: SnapshotFacts, subject: str, pid: str) -> list[Option]:
         value: merge((*held[value], (open_from[value], FOREVER))) if value in open_from else days
         for value, days in held.items()
     }
-    ends = list(range(FIRST_YEAR, facts.snapshot_year + 1))
+    if not values:
+        return []
+    first_day = min(held[v][0][0] for v in values)
+    last_day = max(held[v][-1][1] for v in values)
     found = []
-    for y1, y2 in year_spans(ends, MIN_YEARS, MAX_YEARS):
-        start, end = anchor_span(f"{y1}-{y2}", facts.snapshot_year)
+    for y1, y2, start, end in spans:
+        if end < first_day or start > last_day:
+            continue
         touching = [v for v in values if held[v][0][0] <= end and held[v][-1][1] >= start]
         if not touching:
             continue
@@ -168,10 +186,6 @@ def _distinctly_labelled(facts: SnapshotFacts, qids: set[str]) -> list[str]:
     return [qid for qid in labelled if counts[facts.labels[qid].label.casefold()] == 1]
 
 
-def _overlap(first: tuple[int, int], second: tuple[int, int]) -> bool:
-    return first[0] <= second[1] and second[0] <= first[1]
-
-
 @dataclass(frozen=True)
 class _Context:
     """What the anchor turn tells: its year, its answer, and whether the property has one
@@ -182,52 +196,66 @@ class _Context:
     single: bool
 
 
-def _entailed(option: Option, asked: list[Option], context: _Context) -> bool:
-    """Whether the conversation so far answers ``option`` (see the module's rules)."""
-    for earlier in asked:
-        if earlier.value == option.value and _overlap(earlier.span, option.span):
-            return True
-        if (
-            context.single
-            and earlier.answer == "yes"
-            and earlier.value != option.value
-            and _overlap(earlier.span, option.span)
-        ):
-            return True
-    return (
-        context.single
-        and option.value != context.anchor_value
-        and option.span[0] <= context.year <= option.span[1]
-    )
+class _Options:
+    """The options a turn may ask, as columns: each span's years, the value (a number per
+    value), the answer, and what a reader sees of it without the facts but for the turn before
+    (``seen``: whether the value is the anchor's answer, the span's length and whether it holds
+    the anchor's year, as one number ordered as that tuple). Left out: another value of a
+    single-holder property over a span holding the anchor's year, which the anchor answers."""
+
+    def __init__(self, options: list[Option], context: _Context) -> None:
+        self.options = [
+            option
+            for option in options
+            if not (
+                context.single
+                and option.value != context.anchor_value
+                and option.span[0] <= context.year <= option.span[1]
+            )
+        ]
+        self.single = context.single
+        self.first = np.array([o.span[0] for o in self.options], dtype=np.int64)
+        self.last = np.array([o.span[1] for o in self.options], dtype=np.int64)
+        numbers: dict[str, int] = {}
+        self.value = np.array([numbers.setdefault(o.value, len(numbers)) for o in self.options])
+        self.yes = np.array([o.answer == "yes" for o in self.options], dtype=bool)
+        anchor = np.array([o.value == context.anchor_value for o in self.options], dtype=bool)
+        holds = (self.first <= context.year) & (context.year <= self.last)
+        self.seen = ((anchor * (MAX_YEARS + 1) + self.last - self.first) * 2 + holds).astype(
+            np.int64
+        )
+
+    def overlapping(self, index: int) -> np.ndarray:
+        return (self.first <= self.last[index]) & (self.first[index] <= self.last)
 
 
-def _cell(option: Option, asked: list[Option], context: _Context) -> tuple:
-    """What a reader sees of an option without the facts."""
-    return (
-        option.value == context.anchor_value,
-        option.span[1] - option.span[0],
-        option.span[0] <= context.year <= option.span[1],
-        bool(asked) and _overlap(asked[-1].span, option.span),
-    )
-
-
-def _realize(
-    rng: random.Random, options: list[Option], answers: list[str], context: _Context
-) -> list[Option] | None:
+def _realize(rng: random.Random, table: _Options, answers: list[str]) -> list[Option] | None:
     """Options answering ``answers`` in turn, each from a cell drawn among those where both
-    answers remain (so the cell does not tell the answer), or None where a turn has none."""
-    asked: list[Option] = []
+    answers remain (a cell: ``seen`` and whether the span overlaps the turn before's, so the
+    cell does not tell the answer), or None where a turn has none. An option the turns asked
+    answer is left out: the same value over an overlapping span, or, for a single-holder
+    property, any value over a span overlapping one answered "yes"; so is the span just asked."""
+    asked: list[int] = []
     for answer in answers:
-        previous = asked[-1].span if asked else None
-        cells: dict[tuple, dict[str, list[Option]]] = defaultdict(lambda: {"yes": [], "no": []})
-        for option in options:
-            if option.span != previous and not _entailed(option, asked, context):
-                cells[_cell(option, asked, context)][option.answer].append(option)
-        both = sorted(cell for cell, found in cells.items() if found["yes"] and found["no"])
-        if not both:
+        free = np.ones(len(table.options), dtype=bool)
+        follows = np.zeros(len(table.options), dtype=bool)
+        if asked:
+            last = asked[-1]
+            free &= (table.first != table.first[last]) | (table.last != table.last[last])
+            follows = table.overlapping(last)
+            for index in asked:
+                answered = table.overlapping(index)
+                if not (table.single and table.yes[index]):
+                    answered &= table.value == table.value[index]
+                free &= ~answered
+        cell = table.seen * 2 + follows
+        both = np.intersect1d(cell[free & table.yes], cell[free & ~table.yes])
+        if not both.size:
             return None
-        asked.append(rng.choice(cells[rng.choice(both)][answer]))
-    return asked
+        drawn = rng.choice(both.tolist())
+        wanted = table.yes if answer == "yes" else ~table.yes
+        asked.append(rng.choice(np.flatnonzero(free & wanted & (cell == drawn)).tolist()))
+    return [table.options[index] for index in asked]
 
 
 def _symmetric(
@@ -241,11 +269,12 @@ def _symmetric(
     realizes the opposite answers. Some answer sequences are easier to realize than others;
     requiring both makes a chain's acceptance the same for a sequence and its opposite, so
     the answers that survive stay even."""
+    table = _Options(options, context)
     for length in range(len(answers), MIN_SPAN_TURNS - 1, -1):
         wanted = answers[:length]
         opposite = ["no" if answer == "yes" else "yes" for answer in wanted]
         first, second = (random.Random(draw.random()) for draw in draws)
-        found = _realize(first, options, wanted, context)
-        if found is not None and _realize(second, options, opposite, context) is not None:
+        found = _realize(first, table, wanted)
+        if found is not None and _realize(second, table, opposite) is not None:
             return found
     return None
