@@ -34,8 +34,6 @@ SAMPLE_DATE = "3 May 2012"
 CLASS_VALUE = "public company"
 """A value of an ``indefinite_values`` property: it takes "a"."""
 FILTER_REFUSES = {
-    ("P6", "cross_entity", 2),
-    ("P35", "cross_entity", 2),
     ("P488", "followup", 1),
     ("P488", "followup_then", 1),
     ("P488", "scope_switch", 1),
@@ -44,10 +42,9 @@ FILTER_REFUSES = {
     ("P286", "scope_switch", 1),
     ("P31", "interval_yes_no", 1),
 }
-"""The phrasings every other phrasing of whose slot the filter rejects: "who held that office"
-names no keyword of the property (``keywords_lost``), "Who was the chairperson?" drops the
-"it" of "Who chaired it?" (``subject_lost``). The templates file calls them
-interchangeable; the filter is stricter, and those turns are counted as rejected."""
+"""The phrasings every other phrasing of whose slot the filter rejects: "Who was the
+chairperson?" drops the "it" of "Who chaired it?" (``subject_lost``). The templates file calls
+them interchangeable; the filter is stricter, and those turns are counted as rejected."""
 
 
 def _values(templates: Templates, pid: str, slot: str) -> dict[str, object]:
