@@ -2,30 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.chains.facts import SnapshotFacts
+from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES
-from chronoscope_dagster.chains.records import generate_family, rooted_in
-from chronoscope_dagster.chains.templates import load_templates
+from chronoscope_dagster.chains.records import generate_families, rooted_in
 
 
 def differing_families(
-    facts: SnapshotFacts, stored: Mapping[str, Path], used: Mapping[str, Mapping]
+    facts: Callable[[Shard], SnapshotFacts],
+    shard: Shard,
+    stored: Mapping[str, Path],
+    used: Mapping[str, Mapping],
+    workers: int = 1,
 ) -> list[str]:
     """The families whose chains stored in ``stored[family]`` (the snapshot's Parquet file),
-    those rooted in the shard of ``facts``, differ from the chains generated again from
-    ``facts`` with the seed and language each was built with (``used[family]``: its report)."""
-    shard = facts.wide.roots
-    differing = []
-    for family in FAMILIES:
-        again = generate_family(
-            facts, family, load_templates(used[family]["language"]), used[family]["seed"]
-        )
-        table = pq.read_table(stored[family])
-        if not again.table.equals(table if shard.count == 1 else rooted_in(table, shard)):
-            differing.append(family)
-    return differing
+    those rooted in ``shard``, differ from the chains generated again with the seed and
+    language each was built with (``used[family]``: its report), as a shard step generates
+    them (``generate_families``: ``facts`` loads the index of a shard, over ``workers``
+    processes)."""
+    settings = {family: (used[family]["language"], used[family]["seed"]) for family in FAMILIES}
+    differing = set()
+    for language, seed in dict.fromkeys(settings.values()):
+        families = [family for family in FAMILIES if settings[family] == (language, seed)]
+        for family, again in generate_families(facts, families, language, seed, workers, shard):
+            table = pq.read_table(stored[family])
+            if not again.table.equals(table if shard.count == 1 else rooted_in(table, shard)):
+                differing.add(family)
+    return [family for family in FAMILIES if family in differing]

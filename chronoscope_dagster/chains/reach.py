@@ -125,26 +125,17 @@ def write_snapshot_index(
             connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
 
 
-def sampled_source_facts(
-    year: str,
-    sources: Mapping[str, str],
-    max_roots: int,
-    which: int,
-    *,
-    config: Mapping[str, str | int] | None = None,
-) -> SnapshotFacts:
-    """The index of the chains rooted in one (``which``, modulo their count) of as few
-    subject-hash shards of a snapshot (read as in ``source_facts``) as hold at most
-    ``max_roots`` root subjects each: all of them where the snapshot has no more."""
-    pids = default_catalog().chain_pids
-    with _source_views(sources, config) as connection:
-        _create_snapshot_tables(connection, pids)
-        [(subjects,)] = connection.execute(
-            "SELECT count(DISTINCT subject_qid) FROM gold_rows"
+def indexed_root_count(
+    snapshot_index: Path, *, config: Mapping[str, str | int] | None = None
+) -> int:
+    """The root subjects of a snapshot, from its index (``write_snapshot_index``): the
+    subjects of its decidable truth rows."""
+    path = sql_string(str(snapshot_index / "gold_rows.parquet"))
+    with duckdb.connect(":memory:", config=dict(config or {})) as connection:
+        [(count,)] = connection.execute(
+            f"SELECT count(DISTINCT subject_qid) FROM read_parquet({path})"
         ).fetchall()
-        count = shard_count(subjects, max_roots)
-        reached = _reach(connection, Shard(which % count, count), pids, int(year), config)
-    return SnapshotFacts(int(year), **reached)
+    return count
 
 
 @contextmanager

@@ -21,13 +21,15 @@ from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES
 from chronoscope_dagster.chains.reach import (
     SOURCES,
+    indexed_root_count,
     root_rows_sql,
-    sampled_source_facts,
+    shard_count,
     source_facts,
+    worker_count,
     write_snapshot_index,
 )
 from chronoscope_dagster.chains.records import TURNS_SCHEMA, generate_families, merged_turns_sql
-from chronoscope_dagster.processes import in_own_process
+from chronoscope_dagster.processes import cores_for_a_step, in_own_process, step_workers
 from chronoscope_dagster.sql import sql_string
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
 
@@ -85,14 +87,6 @@ def write_chain_index(warehouse: Warehouse, year: str) -> None:
 
 def drop_chain_index(warehouse: Warehouse, year: str) -> None:
     warehouse.drop_shards(CHAIN_INDEX, snapshot_year=year)
-
-
-def sampled_warehouse_facts(
-    warehouse: Warehouse, year: str, max_roots: int, which: int
-) -> SnapshotFacts:
-    """``sampled_source_facts`` of one snapshot of a home."""
-    sources = snapshot_sources(warehouse, year)
-    return sampled_source_facts(year, sources, max_roots, which, config=warehouse.duckdb_settings())
 
 
 def family_turns_sql(warehouse: Warehouse) -> str:
@@ -237,8 +231,9 @@ def differing_by_year(
 ) -> dict[str, tuple[Shard, list[str]]]:
     """Per snapshot of ``years``, the shard regenerated (one, ``which``, of as few subject-hash
     shards as hold at most ``max_roots`` roots each) and the families whose stored chains
-    rooted in it differ from those generated again (``differing_families``), each snapshot in
-    a process of its own (``in_own_process``)."""
+    rooted in it differ from those generated again (``differing_families``), as a shard step
+    generates them: from the snapshot index, over as many processes as such a step would use;
+    each snapshot in a process of its own (``in_own_process``)."""
     return {
         year: in_own_process(partial(_differing_families, warehouse, max_roots, which, year))
         for year in years
@@ -248,8 +243,19 @@ def differing_by_year(
 def _differing_families(
     warehouse: Warehouse, max_roots: int, which: int, year: str
 ) -> tuple[Shard, list[str]]:
-    facts = sampled_warehouse_facts(warehouse, year, max_roots, which)
-    assets = {family: f"family_{family}" for family in FAMILIES}
-    stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
-    used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
-    return facts.wide.roots, differing_families(facts, stored, used)
+    write_chain_index(warehouse, year)
+    try:
+        index = chain_index_dir(warehouse, year)
+        roots = indexed_root_count(index, config=warehouse.duckdb_settings())
+        count = shard_count(roots, max_roots)
+        shard = Shard(which % count, count)
+        cores = cores_for_a_step()
+        rows = root_row_count(warehouse, year) // count if cores > 1 else 0
+        workers, _ = step_workers(worker_count(rows, cores), "the determinism check")
+        assets = {family: f"family_{family}" for family in FAMILIES}
+        stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
+        used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
+        facts = partial(warehouse_facts, warehouse, year, indexed=True)
+        return shard, differing_families(facts, shard, stored, used, workers or 1)
+    finally:
+        drop_chain_index(warehouse, year)
