@@ -140,17 +140,7 @@ def _next(
     """The next question as (entity, property, slot): a hop from the previous turn's single
     answer, else a return to the subject, else a hop from an earlier single answer; the most
     scope-sensitive option, drawn."""
-    previous = turns[-1]
     seen = {turn.subject_qid for turn in turns} | {q for turn in turns for q in turn.gold_qids}
-    entity = previous.gold_qids[0] if len(previous.gold_qids) == 1 else None
-    hops = [
-        (entity, bridged, "cross_entity")
-        for bridged in BRIDGES.get(previous.pid, ())
-        if entity is not None
-        and facts.subject_name(entity) is not None
-        and askable(facts, templates, entity, bridged)
-        and _fresh_gold(facts, entity, bridged, anchor, seen)
-    ]
     asked_of_subject = {turn.pid for turn in turns if turn.subject_qid == subject}
     backs = [
         (subject, other, "reintroduce")
@@ -159,21 +149,33 @@ def _next(
         and askable(facts, templates, subject, other)
         and _fresh_gold(facts, subject, other, anchor, seen)
     ]
-    branches = [
-        (earlier.gold_qids[0], bridged, "cross_entity")
-        for earlier in turns[:-1]
-        if len(earlier.gold_qids) == 1 and facts.subject_name(earlier.gold_qids[0]) is not None
-        for bridged in BRIDGES.get(earlier.pid, ())
-        if askable(facts, templates, earlier.gold_qids[0], bridged)
-        and _fresh_gold(facts, earlier.gold_qids[0], bridged, anchor, seen)
-    ]
-    for options in (hops, backs, branches):
+    hops = _hops(facts, templates, turns[-1:], anchor, seen)
+    for options in (hops, backs, None):
+        if options is None:
+            options = _hops(facts, templates, turns[:-1], anchor, seen)
         ranks = [sensitivity(facts, entity, pid, anchor) for entity, pid, _ in options]
         if any(ranks):
             return rng.choice(
                 [o for o, rank in zip(options, ranks, strict=True) if rank == max(ranks)]
             )
     return None
+
+
+def _hops(
+    facts: SnapshotFacts, templates: Templates, turns: list[Turn], anchor: str, seen: set[str]
+) -> list[tuple[str, str, str]]:
+    """The hops from the single answers of ``turns``: a bridge property of each answer's
+    property, asked of the answer, named (``askable``; ``_fresh_gold`` against ``seen``)."""
+    return [
+        (entity, bridged, "cross_entity")
+        for turn in turns
+        if len(turn.gold_qids) == 1
+        for entity in turn.gold_qids
+        if facts.subject_name(entity) is not None
+        for bridged in BRIDGES.get(turn.pid, ())
+        if askable(facts, templates, entity, bridged)
+        and _fresh_gold(facts, entity, bridged, anchor, seen)
+    ]
 
 
 def _fresh_gold(facts: SnapshotFacts, entity: str, pid: str, anchor: str, avoid: set[str]) -> bool:
