@@ -16,7 +16,7 @@ import os
 import sys
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,14 @@ def _add_run(commands: argparse._SubParsersAction) -> None:
         default="*",
         metavar="ASSET_SELECTION",
         help="Dagster asset selection syntax, e.g. 'claims' or 'key:claims+' (default: '*')",
+    )
+    run.add_argument(
+        "--years",
+        nargs="+",
+        metavar="YEAR",
+        help="snapshot years to build (default: every one, "
+        f"{', '.join(SNAPSHOT_YEARS)}); the benchmark merges every year built in the home, so "
+        "a new home built with --years 2025 and --dump 2025=... holds only that dump's chains",
     )
     run.add_argument(
         "--workers",
@@ -367,6 +375,19 @@ def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
     return mapping
 
 
+def _years(years: list[str] | None, dumps: Mapping[str, str]) -> list[str] | None:
+    """The snapshot years ``--years`` names (None: every one), checked against ``dumps``."""
+    if years is None:
+        return None
+    if unknown := [year for year in years if year not in SNAPSHOT_YEARS]:
+        raise UsageError(
+            f"--years: unknown snapshot year {unknown[0]!r}; use one of {', '.join(SNAPSHOT_YEARS)}"
+        )
+    if unused := sorted(set(dumps) - set(years)):
+        raise UsageError(f"--dump {unused[0]}=...: {unused[0]} is not one of --years")
+    return sorted(set(years))
+
+
 def _run(args: argparse.Namespace) -> int:
     from chronoscope_dagster.memory.plugin import MemoryPluginError, load_factory
     from chronoscope_dagster.paraphrase.template_variants import uses_templates
@@ -375,6 +396,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError("--threads must be at least 0 (0: the registry's)")
     dumps = _year_mapping(args.dump, "--dump")
     checksums = _year_mapping(args.checksums, "--checksums")
+    years = _years(args.years, dumps)
     for option, file in (
         ("--import-chains", args.import_chains),
         ("--probe-file", args.probe_file),
@@ -416,6 +438,7 @@ def _run(args: argparse.Namespace) -> int:
             models=models,
             model_threads=args.threads,
             force=args.force,
+            snapshot_years=years,
             echo=print,
         )
     except (RunFailed, HomeLocked) as failure:

@@ -15,7 +15,7 @@ plan holds the home's write lock.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
@@ -79,18 +79,21 @@ def run_selection(
     instance: dg.DagsterInstance | None = None,
     upstream: bool = True,
     force: bool = False,
+    snapshot_years: Sequence[str] | None = None,
     echo: Callable[[str], None] = print,
     command: str | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
     """Run what is missing or stale in ``selection`` and, with ``upstream``, upstream of it;
-    with ``force``, the whole selection. Returns the results of the runs, in order.
+    with ``force``, the whole selection; of the snapshot-year partitions, only
+    ``snapshot_years`` when given. Returns the results of the runs, in order.
     ``model_threads`` (0: the registry's) is ``ModelRegistry.threads``. Raises ``HomeLocked``
     when another process is writing the home."""
     with home_lock(Warehouse(home).home, command, echo):
         return _run_selection(
             home=home, selection=selection, dumps=dumps, checksums=checksums, workers=workers,
             settings=settings, op_config=op_config, models=models, model_threads=model_threads,
-            instance=instance, upstream=upstream, force=force, echo=echo,
+            instance=instance, upstream=upstream, force=force, snapshot_years=snapshot_years,
+            echo=echo,
         )  # fmt: skip
 
 
@@ -108,6 +111,7 @@ def _run_selection(
     instance: dg.DagsterInstance | None,
     upstream: bool,
     force: bool,
+    snapshot_years: Sequence[str] | None,
     echo: Callable[[str], None],
 ) -> list[dg.ExecuteInProcessResult]:
     warehouse = Warehouse(home)
@@ -138,7 +142,9 @@ def _run_selection(
     for keys, partitions_def in _groups(graph, materializable):
         resolver = _stale_status(instance, graph)
         for partition_key in (
-            _partition_keys(partitions_def, model_names) if partitions_def else [None]
+            _partition_keys(partitions_def, model_names, snapshot_years)
+            if partitions_def
+            else [None]
         ):
             due = _due(
                 keys,
@@ -325,9 +331,15 @@ def _fields(graph, key: dg.AssetKey, partition_key: str | None) -> dict[str, str
     return _partition_fields(partitions_def, partition_key) if partitions_def else {}
 
 
-def _partition_keys(partitions_def: dg.PartitionsDefinition, models: list[str]) -> list[str]:
+def _partition_keys(
+    partitions_def: dg.PartitionsDefinition,
+    models: list[str],
+    snapshot_years: Sequence[str] | None = None,
+) -> list[str]:
     """Every key of a partitions definition; the model dimension takes the registry's models,
-    in registry order."""
+    in registry order, and the snapshot-year one ``snapshot_years`` when given."""
+    if partitions_def == snapshot_year_partitions and snapshot_years is not None:
+        return [year for year in partitions_def.get_partition_keys() if year in snapshot_years]
     if partitions_def == model_setting_partitions:
         return [
             dg.MultiPartitionKey({"model": model, "setting": setting})

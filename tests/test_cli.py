@@ -36,6 +36,8 @@ def test_sql_refuses_writes_and_reports_errors(sample_home, capsys, query, messa
         (["run", "--dump", "2022=/nonexistent/dump.json.gz"], "no such file"),
         (["run", "--select", "key:no_such_asset"], "matches no asset"),
         (["run", "--chain-workers", "0"], "--chain-workers must be at least 1"),
+        (["run", "--years", "1999"], "unknown snapshot year '1999'"),
+        (["run", "--years", "2024", "--dump", "2025=/tmp/x.json.gz"], "2025 is not one of --years"),
     ],
 )
 def test_run_usage_errors(tmp_path, capsys, argv, message):

@@ -78,6 +78,15 @@ def test_real_dump_recipe_on_a_home_holding_the_sample(home, other_dump):
     assert _ran(again) == [] and again[-1].startswith("nothing to do")
 
 
+def test_a_run_of_some_snapshot_years_builds_no_other(home):
+    """``--years`` (``snapshot_years``) runs only those snapshot-year partitions: a home built
+    from one dump need not hold the sample's snapshots, whose chains would join its benchmark."""
+    lines: list[str] = []
+    _run(home, "key:fact_intervals", lines, snapshot_years=["2023"])
+    assert _ran(lines) == ["fact_intervals [2023]"]
+    assert Warehouse(home).partitions("fact_intervals") == [{"snapshot_year": "2023"}]
+
+
 def test_good_dump_after_a_bad_one_is_read(home, other_dump, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "P31", "type": "property"}\n')

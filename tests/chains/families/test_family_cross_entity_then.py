@@ -137,9 +137,9 @@ def test_related_subjects_tried_are_bounded_and_never_named_with_numbers(monkeyp
     tried: list[str] = []
     usable = cross_entity_then._usable
 
-    def counting(facts, name, other, *rest):
+    def counting(facts, chunk, names, folded, other, *rest):
         tried.append(other)
-        return usable(facts, name, other, *rest)
+        return usable(facts, chunk, names, folded, other, *rest)
 
     monkeypatch.setattr(cross_entity_then, "_usable", counting)
     counts = {}
