@@ -204,9 +204,10 @@ def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
     return int(float(amount) * _MEMORY_UNITS[unit])
 
 
-BYTES_PER_PRESENT_ROW = 400
-"""Memory a present-day query takes per truth row it reads, with a margin: the 1,044,470 rows
-of 1M realistic entities ran out of a 300MB limit on 2 threads in one query, and pass in two."""
+BYTES_PER_PRESENT_ROW = 1_000
+"""Memory a present-day query takes per truth row it reads, with a margin: on 2 threads with a
+300MB limit, 750,000 rows of the 400k linked entities ran out of memory in one query and
+400,000 passed (the 1,044,470 rows of 1M realistic entities also ran out in one query)."""
 
 
 def _current_sql(truth: str, anchor: str) -> str:
