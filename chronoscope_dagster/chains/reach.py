@@ -270,9 +270,14 @@ def _create_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) 
 
 
 def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> dict:
-    """``_create_index`` as ``SnapshotFacts``' arguments: its tables, the shared-label subjects
-    (``shared``) and ``first_seen``."""
+    """``_create_index`` as ``SnapshotFacts``' arguments (``_read_index``)."""
     _create_index(connection, pids)
+    return _read_index(connection)
+
+
+def _read_index(connection: duckdb.DuckDBPyConnection) -> dict:
+    """The tables ``_create_index`` makes as ``SnapshotFacts``' arguments: its tables, the
+    shared-label subjects (``shared``) and ``first_seen``."""
     index = {
         argument: connection.sql(f"SELECT * FROM {table}").to_arrow_table()
         for argument, table in INDEX_TABLES.items()
@@ -283,23 +288,24 @@ def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -
     return {**index, "shared": shared, "first_seen": _first_seen(connection)}
 
 
-RELATED_SLICES = {
-    "gold_rows": "index_gold", "undecided_rows": "index_undecided",
-    "src_present_day": "index_present", "src_fact_intervals": "index_intervals",
-    "src_labels": "index_labels", "src_lifespans": "index_lifespan_rows",
-    "first_seen": "index_first_seen", "subject_names": "index_shared",
-    "chunk_pairs": "chunk_pairs", "chunk_holders": "chunk_holders",
+CHUNK_TABLES = {
+    "index_gold": "ORDER BY anchor NULLS FIRST, subject_qid, pid",
+    "index_undecided": "ORDER BY anchor NULLS FIRST, subject_qid, pid",
+    "index_present": "", "index_intervals": "", "index_labels": "",
+    "index_lifespan_rows": "", "index_first_seen": "", "index_shared": "",
+    "chunk_pairs": "", "chunk_holders": "",
 }  # fmt: skip
-"""Each file ``ChunkedRelated`` writes: the name a chunk's index reads it as, and the table
-written to it."""
+"""The files ``ChunkedRelated`` writes, each a table of ``_create_index`` (then the order
+``_create_index`` gives it) or of the chunks' pairs and holder groups, by ``chunk``."""
 
 
 class ChunkedRelated:
     """The related subjects of a shard's roots (``cross_entity_then``), a chunk of roots (in
     QID order, about ``GOLDS_PER_CHUNK`` truth rows of related subjects) at a time: the shard
-    step writes what they need of the snapshot once (Parquet files in a directory of its own,
-    removed with this object), and ``load`` indexes one chunk's from them, so the shard holds
-    one chunk's related subjects rather than all of them."""
+    step writes what each chunk needs of the snapshot once, by chunk (Parquet files in a
+    directory of its own, removed with this object), and ``load`` indexes one chunk's rows,
+    so the shard holds one chunk's related subjects rather than all of them, and a chunk's
+    load reads its own rows rather than every chunk's."""
 
     def __init__(
         self,
@@ -345,10 +351,13 @@ class ChunkedRelated:
         connection.execute("""CREATE TEMP TABLE chunk_holders AS
             SELECT DISTINCT c.chunk, h.* EXCLUDE (part) FROM needed_holders h
             JOIN part_chunks c USING (part)""")
-        for name, table in RELATED_SLICES.items():
+        _create_chunk_index(connection)
+        for name in CHUNK_TABLES:
             path = sql_string(str(Path(directory.name) / f"{name}.parquet"))
-            order = " ORDER BY chunk" if name.startswith("chunk_") else ""
-            connection.execute(f"COPY (SELECT * FROM {table}{order}) TO {path} (FORMAT parquet)")
+            source = name if name.startswith("chunk_") else f"chunk_{name}"
+            connection.execute(
+                f"COPY (SELECT * FROM {source} ORDER BY chunk) TO {path} (FORMAT parquet)"
+            )
         chunks = dict(
             connection.execute(
                 "SELECT qid, chunk FROM roots JOIN part_chunks USING (part)"
@@ -360,20 +369,22 @@ class ChunkedRelated:
         return self.chunks.get(root, -1)
 
     def load(self, chunk: int) -> RelatedChunk:
+        """The index of one chunk's related subjects: only that chunk's rows of each file
+        (they are written in chunk order, so DuckDB reads only the row groups of the chunk)."""
         with duckdb.connect(":memory:", config=self.config) as connection:
-            for name in RELATED_SLICES:
+            for name, order in CHUNK_TABLES.items():
                 path = sql_string(str(Path(self.directory.name) / f"{name}.parquet"))
-                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
-            holders = _holders(connection, f"SELECT * FROM chunk_holders WHERE chunk = {chunk}")
-            _index_scope(
-                connection, None, f"SELECT subject_qid, pid FROM chunk_pairs WHERE chunk = {chunk}"
-            )
+                connection.execute(
+                    f"""CREATE VIEW {name} AS SELECT * EXCLUDE (chunk) FROM read_parquet({path})
+                        WHERE chunk = {chunk} {order}"""
+                )
+            holders = _holders(connection, "SELECT * FROM chunk_holders")
             subjects = frozenset(
-                q for (q,) in connection.execute("SELECT qid FROM reached").fetchall()
+                q for (q,) in connection.execute("SELECT subject_qid FROM chunk_pairs").fetchall()
             )
             if not subjects:
                 return RelatedChunk(holders)
-            index = _fetch_index(connection, self.pids)
+            index = _read_index(connection)
         wide = SnapshotWide(
             roots=Shard(0, 1),
             shared_label_subjects=index.pop("shared"),
@@ -382,6 +393,32 @@ class ChunkedRelated:
             related=NO_RELATED,
         )
         return RelatedChunk(holders, SnapshotFacts(self.year, **index, wide=wide), subjects)
+
+
+def _create_chunk_index(connection: duckdb.DuckDBPyConnection) -> None:
+    """Per chunk of ``chunk_pairs``, the tables ``_create_index`` makes of its pairs, from
+    those it made of every chunk's (``chunk_<table>``, with the ``chunk``), in one join each:
+    a chunk's load then reads its own rows rather than all of the step's."""
+    for table in ("index_gold", "index_undecided", "index_present", "index_intervals"):
+        connection.execute(f"""CREATE TEMP TABLE chunk_{table} AS
+            SELECT c.chunk, x.* FROM chunk_pairs c JOIN {table} x
+            ON x.subject_qid = c.subject_qid AND x.pid = c.pid""")
+    connection.execute("""CREATE TEMP TABLE chunk_reached AS
+        SELECT DISTINCT chunk, subject_qid AS qid FROM chunk_pairs""")
+    connection.execute("""CREATE TEMP TABLE chunk_bounded AS
+        SELECT chunk, qid FROM chunk_reached
+        UNION SELECT chunk, unnest(value_qids) FROM chunk_index_gold""")
+    connection.execute("""CREATE TEMP TABLE chunk_index_labels AS
+        WITH named AS (
+            SELECT chunk, qid FROM chunk_bounded
+            UNION SELECT chunk, unnest(value_qids) FROM chunk_index_present
+            UNION SELECT chunk, value_qid FROM chunk_index_intervals)
+        SELECT n.chunk, l.* FROM named n JOIN index_labels l USING (qid)""")
+    for table in ("index_lifespan_rows", "index_first_seen"):
+        connection.execute(f"""CREATE TEMP TABLE chunk_{table} AS
+            SELECT b.chunk, x.* FROM chunk_bounded b JOIN {table} x USING (qid)""")
+    connection.execute("""CREATE TEMP TABLE chunk_index_shared AS
+        SELECT r.chunk, x.* FROM chunk_reached r JOIN index_shared x USING (qid)""")
 
 
 class _NoRelated:
