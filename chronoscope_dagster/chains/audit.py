@@ -8,8 +8,11 @@ the caller: ``turns`` (merged, with ``snapshot_year``), ``fact_intervals`` and
 
 from __future__ import annotations
 
+import duckdb
+
 from chronoscope_dagster.chains.evidence import MAX_GAP_DAYS
 from chronoscope_dagster.truth.intervals import span_end_sql, span_start_sql
+from chronoscope_dagster.truth.table import memory_limit_bytes, subject_ranges
 
 KNOWN = "NOT i.start_unknown AND NOT (i.end_unknown AND i.certain_until IS NULL)"
 """An interval row (aliased ``i``) whose days of validity are known: its start is known (or
@@ -187,6 +190,31 @@ def unsupported_sql(turns: str, intervals: str, lifespans: str) -> str:
     SELECT h.chain_id, h.turn_index, h.value_qid
     FROM held h LEFT JOIN gaps g USING (chain_id, turn_index)
     WHERE coalesce(g.longest_gap, 1) > 0"""
+
+
+BYTES_PER_CHECKED_TURN = 4_000
+"""Memory ``gold_mismatch_sql`` takes per turn it checks, with a margin: on 2 threads with a
+300MB limit, the turns of the 400k linked entities ran out of memory in one query, and
+150,000 turns a query passed."""
+
+
+def gold_mismatch_queries(
+    connection: duckdb.DuckDBPyConnection, turns: str, truth: str, intervals: str, lifespans: str
+) -> list[str]:
+    """``gold_mismatch_sql`` over consecutive ranges of subjects, each of about as many turns
+    as the connection's memory limit holds (``BYTES_PER_CHECKED_TURN``); their counts add up
+    to the whole query's, since a turn and the truth rows it is checked against share their
+    subject."""
+    budget = max(memory_limit_bytes(connection) // BYTES_PER_CHECKED_TURN, 1)
+    return [
+        gold_mismatch_sql(
+            f"(SELECT * FROM {turns} WHERE {subjects})",
+            f"(SELECT * FROM {truth} WHERE {subjects})",
+            intervals,
+            lifespans,
+        )
+        for subjects in subject_ranges(connection, turns, budget)
+    ]
 
 
 def gold_mismatch_sql(turns: str, truth: str, intervals: str, lifespans: str) -> str:

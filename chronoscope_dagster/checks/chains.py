@@ -4,7 +4,7 @@ import dagster as dg
 from pydantic import Field
 
 from chronoscope_dagster.chains.audit import (
-    gold_mismatch_sql,
+    gold_mismatch_queries,
     timeless_outside_lifespan_sql,
     uncovered_sql,
     unsupported_sql,
@@ -195,10 +195,13 @@ def eval_sample_scope_dependent_turns(
     "timeless statements support where the scope lies outside the subject's lifespan.",
 )
 def turns_gold_valid_at_scope(warehouse: dg.ResourceParam[Warehouse]) -> dg.AssetCheckResult:
+    checked = wrong = 0
     with warehouse.connect(views=True) as connection:
-        checked, wrong = connection.execute(
-            gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
-        ).fetchone()
+        for query in gold_mismatch_queries(
+            connection, "turns", "truth", "fact_intervals", "lifespans"
+        ):
+            found, mismatched = connection.execute(query).fetchone()
+            checked, wrong = checked + found, wrong + mismatched
     return dg.AssetCheckResult(
         passed=checked > 0 and wrong == 0,
         metadata={"entity_turns_checked": checked, "gold_not_valid_at_scope": wrong},

@@ -138,7 +138,7 @@ def write_truth(
         FROM {intervals} i
         ORDER BY i.subject_qid"""
     )
-    budget = row_anchors_per_query or _memory_limit_bytes(connection) // BYTES_PER_ROW_ANCHOR
+    budget = row_anchors_per_query or memory_limit_bytes(connection) // BYTES_PER_ROW_ANCHOR
     [(interval_rows,)] = connection.execute("SELECT count(*) FROM _truth_intervals").fetchall()
     ranges = ["TRUE"]
     if interval_rows * anchors_per_query > budget:
@@ -197,7 +197,7 @@ _MEMORY_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
                  "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}  # fmt: skip
 
 
-def _memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
+def memory_limit_bytes(connection: duckdb.DuckDBPyConnection) -> int:
     """The connection's ``memory_limit`` (DuckDB shows it as, e.g., ``953.6 MiB``)."""
     [shown] = connection.execute("SELECT current_setting('memory_limit')").fetchone()
     amount, unit = str(shown).split()
@@ -226,7 +226,7 @@ def present_day_queries(
     about ``rows_per_query`` truth rows (default: the connection's memory limit over
     ``BYTES_PER_PRESENT_ROW``): their rows, one query after another, are the whole table in
     its order."""
-    budget = rows_per_query or _memory_limit_bytes(connection) // BYTES_PER_PRESENT_ROW
+    budget = rows_per_query or memory_limit_bytes(connection) // BYTES_PER_PRESENT_ROW
     ranges = subject_ranges(connection, f"({_current_sql(truth, anchor)})", max(budget, 1))
     return [present_day_sql(truth, labels, anchor, subjects) for subjects in ranges]
 

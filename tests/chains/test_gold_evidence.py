@@ -5,7 +5,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from chronoscope_dagster.chains import audit
 from chronoscope_dagster.chains.audit import (
+    gold_mismatch_queries,
     gold_mismatch_sql,
     timeless_outside_lifespan_sql,
     uncovered_sql,
@@ -253,6 +255,26 @@ def test_the_gold_check_expects_timeless_values_removed_outside_the_lifespan():
         connection.register("truth", truth)
         sql = gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans")
         assert connection.execute(sql).fetchone() == (1, wrong)
+
+
+def test_the_gold_check_split_by_subjects_counts_as_the_whole(monkeypatch):
+    """Under a memory limit the check runs over ranges of subjects (a turn is checked against
+    its subject's truth rows), and the ranges' counts add up to the whole query's."""
+    subjects = ("Q7", "Q17", "Q27")
+    spans = [(subject, "P31", "Q9", "1980-01-01", None) for subject in subjects]
+    truth = pa.table({"snapshot_year": [2025] * 3, "anchor": ["1985"] * 3,
+                      "anchor_scope": ["year"] * 3, "subject_qid": list(subjects),
+                      "pid": ["P31"] * 3, "value_qids": [["Q9"]] * 3})  # fmt: skip
+    turns = [{"subject_qid": subject, "pid": "P31", "scope_anchor": "1985",
+              "gold_qids": ["Q8"] if subject == "Q17" else ["Q9"]} for subject in subjects]  # fmt: skip
+    connection = audit_tables(turns, spans)
+    connection.register("truth", truth)
+    whole = connection.execute(gold_mismatch_sql("turns", "truth", "fact_intervals", "lifespans"))
+    assert whole.fetchone() == (3, 1)
+    monkeypatch.setattr(audit, "BYTES_PER_CHECKED_TURN", 10**15)  # one subject a range
+    queries = gold_mismatch_queries(connection, "turns", "truth", "fact_intervals", "lifespans")
+    counts = [connection.execute(query).fetchone() for query in queries]
+    assert len(queries) == 3 and sorted(counts) == [(1, 0), (1, 0), (1, 1)]
 
 
 def test_the_gold_check_lets_a_dated_statement_support_a_value_only_where_it_holds():
