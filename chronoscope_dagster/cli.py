@@ -367,22 +367,25 @@ def _year_mapping(pairs: list[str], option: str) -> dict[str, str]:
         year, sep, value = pair.partition("=")
         if not sep or not value:
             raise UsageError(f"{option} wants YEAR=PATH_OR_URL, got {pair!r}")
-        if year not in SNAPSHOT_YEARS:
-            raise UsageError(
-                f"{option}: unknown snapshot year {year!r}; use one of {', '.join(SNAPSHOT_YEARS)}"
-            )
-        mapping[year] = value
+        mapping[_snapshot_year(year, option)] = value
     return mapping
+
+
+def _snapshot_year(year: str, option: str) -> str:
+    """``year``, or a usage error of ``option`` when it is no snapshot year."""
+    if year not in SNAPSHOT_YEARS:
+        raise UsageError(
+            f"{option}: unknown snapshot year {year!r}; use one of {', '.join(SNAPSHOT_YEARS)}"
+        )
+    return year
 
 
 def _years(years: list[str] | None, dumps: Mapping[str, str]) -> list[str] | None:
     """The snapshot years ``--years`` names (None: every one), checked against ``dumps``."""
     if years is None:
         return None
-    if unknown := [year for year in years if year not in SNAPSHOT_YEARS]:
-        raise UsageError(
-            f"--years: unknown snapshot year {unknown[0]!r}; use one of {', '.join(SNAPSHOT_YEARS)}"
-        )
+    for year in years:
+        _snapshot_year(year, "--years")
     if unused := sorted(set(dumps) - set(years)):
         raise UsageError(f"--dump {unused[0]}=...: {unused[0]} is not one of --years")
     return sorted(set(years))
