@@ -125,7 +125,9 @@ def plan_chain_shards(
             f"{count} shard{'s' if count > 1 else ''}"
         )
     started = time.perf_counter()
-    _, peak_mb = measured(partial(write_chain_index, warehouse, context.partition_key))
+    _, peak_mb = in_own_process(
+        partial(measured, partial(write_chain_index, warehouse, context.partition_key))
+    )
     context.log.info(
         f"snapshot index for the shards in {time.perf_counter() - started:.1f} s, "
         f"peak RSS {peak_mb:,} MB"

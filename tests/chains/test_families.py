@@ -156,6 +156,30 @@ def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
             assert found.refused == expected.refused, family
 
 
+def test_the_chains_do_not_depend_on_how_the_roots_are_chunked(sample_truth_home, monkeypatch):
+    """A shard holds its roots' related subjects a chunk of roots at a time: with every root
+    its own chunk (no related subject shared, as between the roots of a full dump), the
+    chains and refusals are those of the default chunks."""
+    from chronoscope_dagster.chains import reach
+    from chronoscope_dagster.chains.facts import Shard
+    from chronoscope_dagster.chains.records import generate_family
+    from chronoscope_dagster.storage.chains import warehouse_facts
+    from chronoscope_dagster.warehouse import Warehouse
+
+    store, templates, shard = Warehouse(sample_truth_home), default_templates(), Shard(0, 2)
+    default = warehouse_facts(store, "2025", shard)
+    monkeypatch.setattr(reach, "ROOTS_PER_PART", 1)
+    monkeypatch.setattr(reach, "GOLDS_PER_CHUNK", 1)
+    per_root = warehouse_facts(store, "2025", shard)
+    chunks = set(per_root.wide.related.chunks.values())
+    assert len(chunks) > 2 * len(set(default.wide.related.chunks.values())), chunks
+    for family in FAMILIES:
+        expected = generate_family(default, family, templates, 5)
+        found = generate_family(per_root, family, templates, 5)
+        assert found.table.equals(expected.table), family
+        assert found.refused == expected.refused, family
+
+
 def test_root_rows_per_shard_plans_enough_shards_for_every_root(sample_truth_home, sample_facts):
     """The shard count for at most N truth rows of roots a shard: every row of a chain property
     a chain may start from is counted (every gold the index holds, and more), and the count is
