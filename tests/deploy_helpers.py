@@ -25,6 +25,12 @@ LAUNCH_BACKFILL = """mutation Backfill($params: LaunchBackfillParams!) {
         ... on PythonError { message } } }"""
 BACKFILL_QUERY = """query Backfill($id: String!) { partitionBackfillOrError(backfillId: $id) {
     ... on PartitionBackfill { status } } }"""
+FAILED_RUNS = """query Failed($filter: RunsFilter) {
+    runsOrError(filter: $filter, limit: 10) { ... on Runs { results {
+        runId jobName tags { key value }
+        eventConnection { events { __typename
+            ... on ExecutionStepFailureEvent { stepKey error { message stack } }
+            ... on RunFailureEvent { message } } } } } } }"""
 MATERIALIZATIONS = """query Events($path: [String!]!, $keys: [String!]) {
     assetOrError(assetKey: {path: $path}) { ... on Asset {
         assetMaterializations(partitions: $keys) { partition runId timestamp
@@ -79,6 +85,30 @@ def model_runs(url: str, model: str) -> list[dict[str, Any]]:
         if {"key": "dagster/partition/model", "value": model} in r["tags"]
         or {"key": "dagster/partition", "value": model} in r["tags"]
     ]  # fmt: skip
+
+
+def failed_runs(url: str) -> str:
+    """Why the newest failed runs failed (their step and run failures, with the error), to
+    lead a failing test's message: the services' logs after it are cut to their ends."""
+    try:
+        runs = graphql(url, FAILED_RUNS, filter={"statuses": ["FAILURE"]})["runsOrError"]
+    except (OSError, AssertionError) as error:
+        return f"(the failed runs could not be read: {error})\n"
+    lines = []
+    for run in runs.get("results", []):
+        tags = {tag["key"]: tag["value"] for tag in run["tags"]}
+        lines.append(
+            f"=== failed run {run['runId']} ({run['jobName']}, "
+            f"partition {tags.get('dagster/partition', '-')})"
+        )
+        for event in run["eventConnection"]["events"]:
+            if event["__typename"] == "ExecutionStepFailureEvent":
+                error = event["error"] or {}
+                stack = "".join(error.get("stack") or [])[-2000:]
+                lines.append(f"step {event['stepKey']}: {error.get('message', '')}{stack}")
+            elif event["__typename"] == "RunFailureEvent":
+                lines.append(f"run: {event['message']}")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def launch_backfill(

@@ -27,6 +27,7 @@ from tests.deploy_helpers import (
     REPOSITORY,
     RUN_DONE,
     backfill_done,
+    failed_runs,
     graphql,
     http_ok,
     launch_backfill,
@@ -151,9 +152,12 @@ class Stack:
         )
 
     def logs(self) -> str:
+        """Why the newest failed runs failed, then the end of every service's log."""
         with contextlib.suppress(AssertionError, subprocess.TimeoutExpired):
-            return self.compose("logs", "--no-color", "--tail", "60", timeout=60)
-        return ""
+            return failed_runs(self.url) + self.compose(
+                "logs", "--no-color", "--tail", "60", timeout=60
+            )
+        return failed_runs(self.url)
 
     def up(self) -> None:
         self.compose("up", "-d", timeout=600)

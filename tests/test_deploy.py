@@ -30,6 +30,7 @@ from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
     backfill_done,
+    failed_runs,
     graphql,
     http_ok,
     launch_backfill,
@@ -190,7 +191,7 @@ class Servers:
         return graphql(self.url, query, **variables)
 
     def logs(self) -> str:
-        return "\n".join(
+        return failed_runs(self.url) + "\n".join(
             f"--- {path.name}\n{path.read_text(errors='replace')[-3000:]}"
             for path in sorted(self.workdir.glob("*.log"))
         )
