@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from decimal import Decimal
 from functools import partial
-from pathlib import Path
 
 import dagster as dg
 import pyarrow as pa
@@ -15,16 +14,10 @@ import pyarrow.parquet as pq
 from dagster_duckdb import DuckDBResource
 from pydantic import Field
 
-from chronoscope_dagster.chains.benchmark import (
-    CHAINS_BY_FAMILY_SQL,
-    CHAINS_SQL,
-    REFUSAL_REASONS,
-    TURNS_SQL,
-    merge_snapshots,
-)
+from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS
 from chronoscope_dagster.chains.facts import Shard as SubjectShard
 from chronoscope_dagster.chains.families import FAMILIES, family_module
-from chronoscope_dagster.chains.jsonl import export_chains, import_chains, write_jsonl
+from chronoscope_dagster.chains.jsonl import export_chains, write_jsonl
 from chronoscope_dagster.chains.reach import (
     DEFAULT_ROOT_ROWS_PER_SHARD,
     ROOT_ROWS_PER_WORKER,
@@ -48,7 +41,6 @@ from chronoscope_dagster.llm.blind import (
 from chronoscope_dagster.markdown import markdown_table
 from chronoscope_dagster.partitions import snapshot_year_partitions
 from chronoscope_dagster.processes import (
-    PeakMemory,
     cores_for_a_step,
     in_own_process,
     measured,
@@ -61,13 +53,12 @@ from chronoscope_dagster.sharding import Part, Shard, sharded_asset
 from chronoscope_dagster.storage.chains import (
     ShardFamily,
     drop_chain_index,
-    family_turns_sql,
-    merged_refusals,
     refusals_by_family,
     root_row_count,
     write_chain_index,
-    write_merged_family,
+    write_merged_families,
     write_shard_families,
+    write_turns_and_chains,
 )
 from chronoscope_dagster.storage.release import write_release
 from chronoscope_dagster.warehouse import Warehouse, parquet_source, write_query
@@ -175,16 +166,16 @@ def merge_chain_shards(
     warehouse: Warehouse,
 ) -> Iterator[dg.Output]:
     """Each family's shards as one table, in the order of unsharded generation."""
-    started, peak = time.perf_counter(), PeakMemory(children=False)
+    started = time.perf_counter()
     year = context.partition_key
     config = shards[0].shard.config
-    for family in FAMILIES:
+    families = [f for f in FAMILIES if f"family_{f}" in context.selected_output_names]
+    keys = [generated.shard.key for generated in shards]
+    all_merged, peak_mb = in_own_process(
+        partial(measured, partial(write_merged_families, warehouse, families, year, keys))
+    )
+    for family, (merged, scopes_refused) in all_merged.items():
         asset = f"family_{family}"
-        if asset not in context.selected_output_names:
-            continue
-        keys = [generated.shard.key for generated in shards]
-        merged = write_merged_family(warehouse, family, year, keys)
-        scopes_refused = merged_refusals(warehouse, family, year, keys)
         no_explicit = sum(
             (generated.result[family].no_explicit_question for generated in shards), Counter()
         )
@@ -223,7 +214,7 @@ def merge_chain_shards(
     drop_chain_index(warehouse, year)
     context.log.info(
         f"merged {len(shards)} shard{'s' if len(shards) > 1 else ''} in "
-        f"{time.perf_counter() - started:.1f} s, peak RSS {peak.mb():,} MB"
+        f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
     )
 
 
@@ -279,21 +270,16 @@ def chains_and_turns(
     duckdb: DuckDBResource,
 ):
     import_file = benchmark_settings.import_chains
-    imported: Counter[str] = Counter()
-    with warehouse.connect() as connection:
-        if import_file:
-            table, imported = import_chains(Path(import_file).expanduser())
-            context.log.info(f"imported {imported['chains']:,} chains from {import_file}")
-            connection.register("imported", table)
-            sources = "SELECT * FROM imported"
-        else:
-            sources = family_turns_sql(warehouse)
-        merge_snapshots(connection, sources)
-        with warehouse.writing("turns") as path:
-            turns = write_query(connection, TURNS_SQL, path)
-        with warehouse.writing("chains") as path:
-            chains = write_query(connection, CHAINS_SQL, path)
-        by_family = connection.execute(CHAINS_BY_FAMILY_SQL).fetchall()
+    started = time.perf_counter()
+    written, peak_mb = in_own_process(
+        partial(measured, partial(write_turns_and_chains, warehouse, import_file))
+    )
+    if import_file:
+        context.log.info(f"imported {written.imported['chains']:,} chains from {import_file}")
+    context.log.info(
+        f"{written.turns:,} turns, {written.chains:,} chains in "
+        f"{time.perf_counter() - started:.1f} s, peak RSS {peak_mb:,} MB"
+    )
     refresh_views(warehouse, duckdb)
     refused = refusals_by_family(warehouse) if not import_file else []
     source = import_file or "generated families"
@@ -301,17 +287,19 @@ def chains_and_turns(
         asset_key="turns",
         data_version=dg.DataVersion(warehouse.data_version("turns")),
         metadata={
-            "dagster/row_count": turns,
+            "dagster/row_count": written.turns,
             "source": source,
-            "import_counts": dg.MetadataValue.json(dict(imported)),
+            "import_counts": dg.MetadataValue.json(dict(written.imported)),
         },
     )
     yield dg.MaterializeResult(
         asset_key="chains",
         data_version=dg.DataVersion(warehouse.data_version("chains")),
         metadata={
-            "dagster/row_count": chains,
-            "by_family": dg.MetadataValue.md(markdown_table(["family", "chains"], by_family)),
+            "dagster/row_count": written.chains,
+            "by_family": dg.MetadataValue.md(
+                markdown_table(["family", "chains"], written.by_family)
+            ),
             "scopes_refused": dg.MetadataValue.md(
                 markdown_table(["family", *REFUSAL_REASONS], refused)
             ),

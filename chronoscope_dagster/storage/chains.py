@@ -15,10 +15,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from chronoscope_dagster.chains.benchmark import REFUSAL_REASONS
+from chronoscope_dagster.chains.benchmark import (
+    CHAINS_BY_FAMILY_SQL,
+    CHAINS_SQL,
+    REFUSAL_REASONS,
+    TURNS_SQL,
+    merge_snapshots,
+)
 from chronoscope_dagster.chains.determinism import differing_families
 from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import FAMILIES
+from chronoscope_dagster.chains.jsonl import import_chains
 from chronoscope_dagster.chains.reach import (
     SOURCES,
     indexed_root_count,
@@ -99,6 +106,37 @@ def family_turns_sql(warehouse: Warehouse) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TurnsAndChains:
+    """What ``write_turns_and_chains`` wrote: turns, chains, (family, chains) rows, and the
+    counts of an import (none where the families were merged)."""
+
+    turns: int
+    chains: int
+    by_family: list[tuple[str, int]]
+    imported: Counter[str]
+
+
+def write_turns_and_chains(warehouse: Warehouse, import_file: str | None) -> TurnsAndChains:
+    """The benchmark's ``turns`` and ``chains``: every materialized family partition's turns
+    merged over snapshots (``merge_snapshots``), or those of the chains of ``import_file``."""
+    imported: Counter[str] = Counter()
+    with warehouse.connect() as connection:
+        if import_file:
+            table, imported = import_chains(Path(import_file).expanduser())
+            connection.register("imported", table)
+            sources = "SELECT * FROM imported"
+        else:
+            sources = family_turns_sql(warehouse)
+        merge_snapshots(connection, sources)
+        with warehouse.writing("turns") as path:
+            turns = write_query(connection, TURNS_SQL, path)
+        with warehouse.writing("chains") as path:
+            chains = write_query(connection, CHAINS_SQL, path)
+        by_family = connection.execute(CHAINS_BY_FAMILY_SQL).fetchall()
+    return TurnsAndChains(turns, chains, by_family, imported)
+
+
 def refusals_by_family(warehouse: Warehouse) -> list[tuple]:
     """Per family, the (subject, property, scope) the facts did not decide, by reason
     (``REFUSAL_REASONS``), summed over snapshot years."""
@@ -161,12 +199,27 @@ def write_shard_families(
 @dataclass(frozen=True)
 class MergedFamily:
     """What the merge of a family's parts wrote: turns, chains, the longest chain's length,
-    and the first three chains' turns (chain id, turn index, question, answer)."""
+    the first three chains' turns (chain id, turn index, question, answer), and the
+    refusals by reason (``merged_refusals``)."""
 
     turns: int
     chains: int
     max_length: int
     preview: list[tuple[str, int, str, str]]
+
+
+def write_merged_families(
+    warehouse: Warehouse, families: Sequence[str], year: str, keys: Sequence[str]
+) -> dict[str, tuple[MergedFamily, Counter[str]]]:
+    """Each of ``families`` merged from its parts ``keys`` (``write_merged_family``), with its
+    refusals by reason (``merged_refusals``)."""
+    return {
+        family: (
+            write_merged_family(warehouse, family, year, keys),
+            merged_refusals(warehouse, family, year, keys),
+        )
+        for family in families
+    }
 
 
 def write_merged_family(
