@@ -1,7 +1,8 @@
 """Where the chains stage reads and writes in a home: a snapshot's sources, the families'
-partitions and reports, and the parts a shard step writes until the merge; with the two steps
-that run in a process of their own (a shard's generation, the determinism check's
-regeneration), which read here, call the core and write here."""
+partitions and reports, and the parts a shard step writes until the merge; with the work the
+chain steps run in processes of their own (the snapshot index, a shard's generation, the
+merge, ``turns`` and ``chains``, the determinism check's regeneration), which reads here, calls
+the core and writes here."""
 
 from __future__ import annotations
 
@@ -199,8 +200,7 @@ def write_shard_families(
 @dataclass(frozen=True)
 class MergedFamily:
     """What the merge of a family's parts wrote: turns, chains, the longest chain's length,
-    the first three chains' turns (chain id, turn index, question, answer), and the
-    refusals by reason (``merged_refusals``)."""
+    and the first three chains' turns (chain id, turn index, question, answer)."""
 
     turns: int
     chains: int
