@@ -16,9 +16,8 @@ run: setup
 	$(VENV)/bin/chronoscope run --home $(HOME_DIR) --probe-items-per-type 4
 
 # Two test workers (pytest-xdist): the suite is mostly one busy Python process at a time.
-# Each worker that runs a test of the sample home builds its own, the embedded model on the
-# cores left to it (xdist's loadgroup, which would share one, grouped nothing here: pytest
-# 9.2, xdist 3.8).
+# The first worker to run a test of the sample home builds it, the embedded model on the
+# cores left to it, and the other waits for it under a file lock (tests/conftest.py).
 TEST_WORKERS ?= 2
 test: setup
 	$(VENV)/bin/pytest -q -n $(TEST_WORKERS)

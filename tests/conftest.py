@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import json
 import os
+import traceback
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
@@ -22,18 +25,24 @@ the session's workers (``make test`` runs two), as two busy processes of 2 threa
 
 SAMPLE_HOME_TIMEOUT_S = 2400
 """The per-test bound of a test that uses the sample home: pytest-timeout counts a session
-fixture's setup in the first test that asks for it, and building the home (the whole pipeline
-with the embedded model) takes 4 to 9 minutes on 2 cores, more beside the other worker's
-tests and CI's compose deployment (each worker builds its own)."""
+fixture's setup (or the wait for another worker's) in the first test that asks for it, and
+building the home (the whole pipeline with the embedded model) takes 4 to 9 minutes on 2
+cores, more beside the other worker's tests and CI's compose deployment."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "sample_home" not in getattr(item, "fixturenames", ()):
-            continue
+    """Bound the sample home's tests by ``SAMPLE_HOME_TIMEOUT_S``, and run the first of them
+    first and the others last: the worker that runs the first builds the home while the other
+    runs the tests that need none, rather than waiting for it."""
+    home_tests = [item for item in items if "sample_home" in getattr(item, "fixturenames", ())]
+    for item in home_tests:
         own = item.get_closest_marker("timeout")
         if own is None or (own.args and own.args[0] < SAMPLE_HOME_TIMEOUT_S):
             item.add_marker(pytest.mark.timeout(SAMPLE_HOME_TIMEOUT_S), append=False)
+    if home_tests:
+        first, *later = home_tests
+        needing_home = set(home_tests)
+        items[:] = [first, *(item for item in items if item not in needing_home), *later]
 
 
 @pytest.fixture(autouse=True)
@@ -60,16 +69,68 @@ def real_data() -> Path:
     return REAL_DATA
 
 
+@dataclass(frozen=True)
+class CheckOutcome:
+    check_name: str
+    passed: bool
+
+
+@dataclass(frozen=True)
+class SampleRun:
+    """What the tests read of one run of the sample home's build, kept as JSON beside the home
+    so that every xdist worker reads the same runs."""
+
+    partition: str | None
+    success: bool
+    checks: tuple[CheckOutcome, ...]
+
+    @classmethod
+    def of(cls, result) -> SampleRun:
+        checks = tuple(
+            CheckOutcome(e.check_name, e.passed) for e in result.get_asset_check_evaluations()
+        )
+        return cls(result.dagster_run.tags.get("dagster/partition"), result.success, checks)
+
+    @classmethod
+    def from_json(cls, row: dict) -> SampleRun:
+        return cls(
+            row["partition"], row["success"], tuple(CheckOutcome(**c) for c in row["checks"])
+        )
+
+
 @pytest.fixture(scope="session")
-def sample_home(tmp_path_factory):
+def sample_home(tmp_path_factory, worker_id) -> tuple[Path, list[SampleRun]]:
     """A home with every asset materialized from the embedded sample (the embedded model with
-    short answers and the reference systems as models), and the run results."""
+    short answers and the reference systems as models), and its runs. Built once per test
+    session: the first xdist worker to ask builds it in the session's shared temporary
+    directory, under a file lock, and the others wait for it and read it (tests copy it before
+    they change it)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    home, runs = shared / "sample-home", shared / "sample-home-runs.json"
+    with FileLock(shared / "sample-home.lock"):
+        if not runs.exists():
+            try:
+                built = [asdict(SampleRun.of(result)) for result in _build_sample_home(home)]
+            except BaseException:
+                runs.write_text(json.dumps({"error": traceback.format_exc()}))
+                raise
+            runs.write_text(json.dumps({"runs": built}))
+    outcome = json.loads(runs.read_text())
+    if "error" in outcome:
+        pytest.fail(f"building the sample home failed on another worker:\n{outcome['error']}")
+    return home, [SampleRun.from_json(row) for row in outcome["runs"]]
+
+
+def _build_sample_home(home: Path) -> list:
     from chronoscope_dagster.orchestration import run_selection
     from chronoscope_dagster.resources import BenchmarkSettings
     from tests.pipeline_helpers import home_instance
 
-    home = tmp_path_factory.mktemp("sample-home")
-    results = run_selection(
+    return run_selection(
         home=str(home),
         models=str(TEST_MODELS),
         model_threads=MODEL_THREADS,
@@ -78,7 +139,6 @@ def sample_home(tmp_path_factory):
         instance=home_instance(home),
         echo=lambda _: None,
     )
-    return home, results
 
 
 @pytest.fixture(scope="session")

@@ -28,14 +28,14 @@ from tests.pipeline_helpers import FULL_REBUILD_CHECK, copy_home, failed_checks,
 def test_every_run_and_check_passes(sample_home):
     _, results = sample_home
     models = tuple(spec.name for spec in load_registry(TEST_MODELS))
-    partitions = {r.dagster_run.tags.get("dagster/partition") for r in results} - {None}
+    partitions = {r.partition for r in results} - {None}
     assert partitions == {
         *SNAPSHOT_YEARS,
         *models,
         *(f"{model}|{setting}" for model in models for setting in SETTINGS),
     }
     assert all(result.success for result in results)
-    evaluations = [e for result in results for e in result.get_asset_check_evaluations()]
+    evaluations = [e for result in results for e in result.checks]
     checks = {key.name for key in build_definitions().resolve_asset_graph().asset_check_keys}
     assert {e.check_name for e in evaluations} == checks
     assert all(e.passed for e in evaluations)

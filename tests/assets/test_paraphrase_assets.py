@@ -56,9 +56,8 @@ def test_every_turn_of_the_chosen_chains_is_accounted_for(sample_home):
     assert report["kept_chains"] == len(kept)
     assert {r["chain_id"] for r in rows.to_pylist() if r["chain_kept"]} == kept
     evaluations = [
-        e for result in results for e in result.get_asset_check_evaluations()
-        if e.check_name == "paraphrases_pass_filter"
-    ]  # fmt: skip
+        e for result in results for e in result.checks if e.check_name == "paraphrases_pass_filter"
+    ]
     assert [e.passed for e in evaluations] == [True]
     for model in ("local", "oracle", "present_day"):
         for setting in SETTINGS:
