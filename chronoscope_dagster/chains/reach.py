@@ -218,19 +218,24 @@ def _reach(
 
 
 def _index_scope(
-    connection: duckdb.DuckDBPyConnection, subjects: str | None, pairs: str | None
+    connection: duckdb.DuckDBPyConnection,
+    subjects: str | None,
+    pairs: str | None,
+    key: str | None = None,
 ) -> None:
-    """What an index holds: every fact of the subjects (SQL of ``qid``), and of other subjects
-    only the (``subject_qid``, ``pid``) pairs (SQL), as ``index_subjects``, ``index_pairs``
-    and all of them ``reached``."""
-    empty = "SELECT NULL::VARCHAR AS qid WHERE false"
-    connection.execute(f"CREATE OR REPLACE TEMP TABLE index_subjects AS {subjects or empty}")
-    connection.execute(
-        f"""CREATE OR REPLACE TEMP TABLE index_pairs AS
-            {pairs or "SELECT NULL::VARCHAR AS subject_qid, NULL::VARCHAR AS pid WHERE false"}"""
-    )
-    connection.execute("""CREATE OR REPLACE TEMP TABLE reached AS
-        SELECT qid FROM index_subjects UNION SELECT DISTINCT subject_qid FROM index_pairs""")
+    """What an index holds: every fact of the subjects (SQL of ``qid``, distinct), and of
+    other subjects only the (``subject_qid``, ``pid``) pairs (SQL, distinct), as
+    ``index_subjects``, ``index_pairs`` and all of them ``reached``; with a ``key`` column in
+    both, one index per key. Both are kept as sets, so an index joins them."""
+    keyed = f"{key}, " if key else ""
+    typed = f"NULL::BIGINT AS {key}, " if key else ""
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_subjects AS SELECT DISTINCT * FROM (
+        {subjects or f"SELECT {typed}NULL::VARCHAR AS qid WHERE false"})""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_pairs AS SELECT DISTINCT * FROM (
+        {pairs or f"SELECT {typed}NULL::VARCHAR AS subject_qid, NULL::VARCHAR AS pid WHERE false"})""")
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE reached AS
+        SELECT {keyed}qid FROM index_subjects
+        UNION SELECT DISTINCT {keyed}subject_qid FROM index_pairs""")
 
 
 INDEX_TABLES = {"gold_rows": "index_gold", "undecided": "index_undecided",
@@ -239,34 +244,81 @@ INDEX_TABLES = {"gold_rows": "index_gold", "undecided": "index_undecided",
 """``SnapshotFacts``' table arguments, by the ``_create_index`` table that holds each."""
 
 
-def _create_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
-    """The tables of an index of what ``_index_scope`` set: ``INDEX_TABLES``, and
-    ``index_first_seen`` and ``index_shared`` (each subject's shared-label flag)."""
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_gold AS
-        {_reached_rows("gold_rows", "*")} ORDER BY anchor NULLS FIRST, subject_qid, pid""")
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_undecided AS
-        {_reached_rows("undecided_rows", "*")} ORDER BY anchor NULLS FIRST, subject_qid, pid""")
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_present AS
-        {_reached_rows("src_present_day", "subject_qid, pid, value_qids")}""")
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_intervals AS
-        SELECT * FROM ({_reached_rows("src_fact_intervals", ", ".join(INTERVAL_COLUMNS))})
-        WHERE pid IN ({sql_list(pids)})""")
-    connection.execute("""CREATE OR REPLACE TEMP TABLE index_labels AS
-        WITH named AS (
-            SELECT qid FROM reached
-            UNION SELECT unnest(value_qids) FROM index_gold
-            UNION SELECT unnest(value_qids) FROM index_present
-            UNION SELECT value_qid FROM index_intervals)
-        SELECT l.qid, l.label, l.aliases, l.description FROM src_labels l SEMI JOIN named USING (qid)""")
-    connection.execute("""CREATE OR REPLACE TEMP TABLE bounded AS
-        SELECT qid FROM reached UNION SELECT unnest(value_qids) FROM index_gold""")
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE index_lifespan_rows AS
-        SELECT {", ".join(LIFESPAN_COLUMNS)} FROM src_lifespans l
-        SEMI JOIN bounded b ON b.qid = l.qid""")
-    connection.execute("""CREATE OR REPLACE TEMP TABLE index_first_seen AS
-        SELECT qid, first FROM first_seen SEMI JOIN bounded USING (qid)""")
-    connection.execute("""CREATE OR REPLACE TEMP TABLE index_shared AS
-        SELECT qid, shared FROM subject_names k SEMI JOIN reached USING (qid)""")
+SNAPSHOT_RELATIONS = {"gold": "gold_rows", "undecided": "undecided_rows",
+                      "present": "src_present_day", "intervals": "src_fact_intervals",
+                      "labels": "src_labels", "lifespan_rows": "src_lifespans",
+                      "first_seen": "first_seen", "shared": "subject_names"}  # fmt: skip
+"""What ``_create_index`` reads each of its tables from by default: the snapshot's."""
+UNION_RELATIONS = {name: f"index_{name}" for name in SNAPSHOT_RELATIONS}
+"""The tables of an index (``_create_index``'s default prefix), which the chunks of
+``ChunkedRelated`` are indexed from: each chunk's scope is a part of that index's."""
+
+
+def _create_index(
+    connection: duckdb.DuckDBPyConnection,
+    pids: tuple[str, ...],
+    *,
+    relations: Mapping[str, str] = SNAPSHOT_RELATIONS,
+    prefix: str = "index",
+    key: str | None = None,
+) -> None:
+    """The tables of an index of what ``_index_scope`` set, read from ``relations`` (by the
+    ``SNAPSHOT_RELATIONS`` names): ``<prefix>_<name>`` for each of them (``INDEX_TABLES``,
+    ``first_seen``, and ``shared``, each subject's shared-label flag). With a ``key``, one
+    index per value of the scope's ``key`` column, which every table leads with. The rules of
+    what an index holds are here only: which rows of a reached subject, and the labels,
+    lifespans and first appearances of the entities its rows name."""
+    keyed = f"{key}, " if key else ""
+
+    def reached_rows(relation: str, columns: tuple[str, ...] | None = None) -> str:
+        picked = ", ".join(f"x.{c}" for c in columns) if columns else "x.*"
+        subjects_key = f"c.{key}, " if key else ""
+        pairs_key = f"p.{key}, " if key else ""
+        return f"""SELECT {subjects_key}{picked} FROM {relations[relation]} x
+            JOIN index_subjects c ON c.qid = x.subject_qid
+            UNION ALL
+            SELECT {pairs_key}{picked} FROM {relations[relation]} x
+            JOIN index_pairs p ON p.subject_qid = x.subject_qid AND p.pid = x.pid"""
+
+    def table(name: str, sql: str) -> None:
+        connection.execute(f"CREATE OR REPLACE TEMP TABLE {prefix}_{name} AS {sql}")
+
+    by_anchor = "ORDER BY anchor NULLS FIRST, subject_qid, pid"
+    table("gold", f"{reached_rows('gold')} {by_anchor}")
+    table("undecided", f"{reached_rows('undecided')} {by_anchor}")
+    table("present", reached_rows("present", ("subject_qid", "pid", "value_qids")))
+    table(
+        "intervals",
+        f"""SELECT * FROM ({reached_rows("intervals", INTERVAL_COLUMNS)})
+        WHERE pid IN ({sql_list(pids)})""",
+    )
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE bounded AS
+        SELECT {keyed}qid FROM reached UNION SELECT {keyed}unnest(value_qids) FROM {prefix}_gold""")
+    table(
+        "labels",
+        f"""WITH named AS (
+            SELECT {keyed}qid FROM bounded
+            UNION SELECT {keyed}unnest(value_qids) FROM {prefix}_present
+            UNION SELECT {keyed}value_qid FROM {prefix}_intervals)
+        SELECT {keyed}l.qid, l.label, l.aliases, l.description
+        FROM {relations["labels"]} l JOIN named n USING (qid)""",
+    )
+    lifespan_columns = ", ".join(f"l.{c}" for c in LIFESPAN_COLUMNS)
+    table(
+        "lifespan_rows",
+        f"""SELECT {keyed}{lifespan_columns}
+        FROM {relations["lifespan_rows"]} l JOIN bounded b USING (qid)""",
+    )
+    table(
+        "first_seen",
+        f"""SELECT {keyed}f.qid, f.first
+        FROM {relations["first_seen"]} f JOIN bounded b USING (qid)""",
+    )
+    table(
+        "shared",
+        f"""SELECT {keyed}s.qid, s.shared
+        FROM {relations["shared"]} s JOIN reached r USING (qid)""",
+    )
 
 
 def _fetch_index(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> dict:
@@ -351,7 +403,10 @@ class ChunkedRelated:
         connection.execute("""CREATE TEMP TABLE chunk_holders AS
             SELECT DISTINCT c.chunk, h.* EXCLUDE (part) FROM needed_holders h
             JOIN part_chunks c USING (part)""")
-        _create_chunk_index(connection)
+        _index_scope(connection, None, "SELECT * FROM chunk_pairs", key="chunk")
+        _create_index(
+            connection, pids, relations=UNION_RELATIONS, prefix="chunk_index", key="chunk"
+        )
         for name in CHUNK_TABLES:
             path = sql_string(str(Path(directory.name) / f"{name}.parquet"))
             source = name if name.startswith("chunk_") else f"chunk_{name}"
@@ -395,32 +450,6 @@ class ChunkedRelated:
         return RelatedChunk(holders, SnapshotFacts(self.year, **index, wide=wide), subjects)
 
 
-def _create_chunk_index(connection: duckdb.DuckDBPyConnection) -> None:
-    """Per chunk of ``chunk_pairs``, the tables ``_create_index`` makes of its pairs, from
-    those it made of every chunk's (``chunk_<table>``, with the ``chunk``), in one join each:
-    a chunk's load then reads its own rows rather than all of the step's."""
-    for table in ("index_gold", "index_undecided", "index_present", "index_intervals"):
-        connection.execute(f"""CREATE TEMP TABLE chunk_{table} AS
-            SELECT c.chunk, x.* FROM chunk_pairs c JOIN {table} x
-            ON x.subject_qid = c.subject_qid AND x.pid = c.pid""")
-    connection.execute("""CREATE TEMP TABLE chunk_reached AS
-        SELECT DISTINCT chunk, subject_qid AS qid FROM chunk_pairs""")
-    connection.execute("""CREATE TEMP TABLE chunk_bounded AS
-        SELECT chunk, qid FROM chunk_reached
-        UNION SELECT chunk, unnest(value_qids) FROM chunk_index_gold""")
-    connection.execute("""CREATE TEMP TABLE chunk_index_labels AS
-        WITH named AS (
-            SELECT chunk, qid FROM chunk_bounded
-            UNION SELECT chunk, unnest(value_qids) FROM chunk_index_present
-            UNION SELECT chunk, value_qid FROM chunk_index_intervals)
-        SELECT n.chunk, l.* FROM named n JOIN index_labels l USING (qid)""")
-    for table in ("index_lifespan_rows", "index_first_seen"):
-        connection.execute(f"""CREATE TEMP TABLE chunk_{table} AS
-            SELECT b.chunk, x.* FROM chunk_bounded b JOIN {table} x USING (qid)""")
-    connection.execute("""CREATE TEMP TABLE chunk_index_shared AS
-        SELECT r.chunk, x.* FROM chunk_reached r JOIN index_shared x USING (qid)""")
-
-
 class _NoRelated:
     """The related source of an index that draws no related subjects."""
 
@@ -432,16 +461,6 @@ class _NoRelated:
 
 
 NO_RELATED = _NoRelated()
-
-
-def _reached_rows(relation: str, columns: str) -> str:
-    """SQL of the ``columns`` of the rows of ``relation`` (by ``subject_qid`` and ``pid``)
-    that an index holds (``_index_scope``): every row of one of ``index_subjects``, and the
-    rows of ``index_pairs``."""
-    return f"""SELECT {columns} FROM {relation} x SEMI JOIN index_subjects c ON c.qid = x.subject_qid
-        UNION ALL
-        SELECT {columns} FROM {relation} x SEMI JOIN index_pairs p
-        ON p.subject_qid = x.subject_qid AND p.pid = x.pid"""
 
 
 def _create_gold_rows(connection: duckdb.DuckDBPyConnection, pids: tuple[str, ...]) -> None:
