@@ -1,4 +1,4 @@
-"""Chain generation per subject-hash shard: what each shard reaches, its time and its memory.
+"""Chain generation per shard of subjects: what each shard reaches, its time and its memory.
 
     python benchmarks/bench_reach.py HOME [--year 2025] [--shards 1 4 8]
 

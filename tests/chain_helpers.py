@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import date
 
 import pyarrow as pa
@@ -61,6 +61,18 @@ def lifespans_table(bounds: dict[str, tuple[str | None, str | None]]) -> pa.Tabl
         if day is not None
     ]  # fmt: skip
     return pa.Table.from_pylist(records, schema=LIFESPANS_SCHEMA)
+
+
+def shard_apart(facts: Callable[[Shard], SnapshotFacts], held: str, apart: str) -> Shard:
+    """The first shard (of 2 to 39) whose index ``facts`` gives holds root ``held`` and not
+    ``apart``."""
+    return next(
+        shard
+        for count in range(2, 40)
+        for shard in [Shard(index, count) for index in range(count)]
+        for roots in [facts(shard).wide.roots or frozenset()]
+        if held in roots and apart not in roots
+    )
 
 
 def facts_from_rows(

@@ -144,17 +144,18 @@ def test_truth_checks_catch_a_wrong_gold_value(sample_home, tmp_path):
 
 def test_the_determinism_check_regenerates_one_shard_past_its_bound(sample_home, tmp_path):
     """Past ``subjects_per_check`` root subjects a snapshot's chains are checked one
-    subject-hash shard at a time: a changed chain of that shard fails the check, one of
+    shard at a time: a changed chain of that shard fails the check, one of
     another shard is not regenerated."""
     from chronoscope_dagster.chains.facts import Shard
+    from chronoscope_dagster.storage.chains import warehouse_facts
 
     home = copy_home(sample_home[0], tmp_path)
     path = Warehouse(home).data_path("family_scope_switch", snapshot_year="2025")
     stored = pq.read_table(path)
-    shard = Shard(1, 3)
+    roots = warehouse_facts(Warehouse(home), "2025", Shard(1, 3)).wide.roots or frozenset()
     firsts = [row for row in stored.to_pylist() if row["turn_index"] == 0]
-    inside = next(r["chain_id"] for r in firsts if shard.holds(r["subject_qid"]))
-    outside = next(r["chain_id"] for r in firsts if not shard.holds(r["subject_qid"]))
+    inside = next(r["chain_id"] for r in firsts if r["subject_qid"] in roots)
+    outside = next(r["chain_id"] for r in firsts if r["subject_qid"] not in roots)
     job = build_definitions(str(home)).resolve_job_def("ci_checks")
 
     def check(changed: str) -> dg.AssetCheckEvaluation:

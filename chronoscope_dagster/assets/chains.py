@@ -1,4 +1,4 @@
-"""Chains: one asset per family and snapshot year (each subject-hash shard step builds the
+"""Chains: one asset per family and snapshot year (each shard step builds the
 families from one index of what its chains reach), then the merged benchmark."""
 
 import time
@@ -70,8 +70,9 @@ class ChainConfig(dg.Config):
     shards: int = Field(
         default=1,
         ge=1,
-        description="Steps a snapshot's families are split into, by a hash of the subject each "
-        "chain starts from: each step (which an executor may place on another process or "
+        description="Steps a snapshot's families are split into, by the subject each chain "
+        "starts from (runs of about equal truth rows in an order that keeps subjects of the "
+        "same employer, team or party together): each step (which an executor may place on another process or "
         "machine) indexes the subjects its shard's chains reach and generates them, and the "
         "shards are merged in order; the output is the same for any number. Memory follows "
         "a shard's reach: raise it (or lower root_rows_per_shard) until a step fits.",
@@ -225,7 +226,7 @@ chain_families = sharded_asset(
     merge=merge_chain_shards,
     config=ChainConfig,
     deps=["truth", "fact_intervals", "labels", "lifespans", "present_day"],
-    graph_description="The selected families of one snapshot: one step per subject-hash shard, "
+    graph_description="The selected families of one snapshot: one step per shard of subjects, "
     "then a merge.",
     outs={
         f"family_{family}": dg.AssetOut(

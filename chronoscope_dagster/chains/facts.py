@@ -19,7 +19,6 @@ counted once by reason in ``drops``.
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
@@ -77,15 +76,12 @@ def naming(label: str | None, description: str | None, shared: bool) -> str | No
     return f"{label} ({description})" if clean_label(description) else None
 
 
-def shard_hash(qid: str) -> int:
-    """The number whose remainder by a shard count is the shard holding ``qid`` (``Shard``)."""
-    return int.from_bytes(hashlib.blake2b(qid.encode(), digest_size=8).digest(), "big")
-
-
 @dataclass(frozen=True)
 class Shard:
-    """One of ``count`` shards of a snapshot's subjects, by a hash of the QID: the same
-    subject falls in the same shard on every run and machine."""
+    """One of ``count`` shards of a snapshot's subjects: the ``index``-th of ``count`` runs of
+    about equal golds in the snapshot's locality order (``chains.reach``), so the same subject
+    falls in the same shard on every run and machine, and neighbours in the order (subjects
+    of the same employer, team or party) fall together."""
 
     index: int
     count: int
@@ -94,12 +90,10 @@ class Shard:
         if not 0 <= self.index < self.count:
             raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count")
 
-    def holds(self, subject: str) -> bool:
-        return shard_hash(subject) % self.count == self.index
-
     def split(self, parts: int) -> list[Shard]:
-        """This shard as ``parts`` shards that together hold exactly its subjects."""
-        return [Shard(self.index + self.count * part, self.count * parts) for part in range(parts)]
+        """This shard as ``parts`` shards that together hold exactly its subjects: its run cut
+        in ``parts`` runs (``floor(x * count * parts) // parts == floor(x * count)``)."""
+        return [Shard(self.index * parts + part, self.count * parts) for part in range(parts)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +159,8 @@ class RelatedSource(Protocol):
 class SnapshotWide:
     """What an index of some subjects knows of the whole snapshot (``chains.reach``)."""
 
-    roots: Shard
-    """The subjects chains start from."""
+    roots: frozenset[str] | None
+    """The subjects chains start from (every subject of the index when None)."""
     shared_label_subjects: frozenset[str]
     """Indexed subjects whose label another subject of the snapshot also has."""
     unnameable_subjects: int
@@ -262,11 +256,12 @@ class SnapshotFacts:
     def root_subjects(self) -> Iterator[tuple[str, list[str]]]:
         """The subjects chains start from (``wide.roots``), with their properties, by QID
         number."""
-        if self.wide.roots.count == 1:
+        roots = self.wide.roots
+        if roots is None:
             yield from self.pids_by_subject.items()
             return
         for subject, pids in self.pids_by_subject.items():
-            if self.wide.roots.holds(subject):
+            if subject in roots:
                 yield subject, pids
 
     def related(self, root: str) -> RelatedChunk:

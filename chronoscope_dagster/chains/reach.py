@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from duckdb.sqltypes import BOOLEAN, TINYINT, UBIGINT, VARCHAR
+from duckdb.sqltypes import BOOLEAN, TINYINT, VARCHAR
 
 from chronoscope_dagster.chains.evidence import python_dates
 from chronoscope_dagster.chains.facts import (
@@ -38,7 +38,6 @@ from chronoscope_dagster.chains.facts import (
     SnapshotFacts,
     SnapshotWide,
     naming,
-    shard_hash,
 )
 from chronoscope_dagster.chains.families.bridged_multi_pid import BRIDGES
 from chronoscope_dagster.chains.families.cross_entity_then import DIGIT, MAX_RELATED, RELATIONS
@@ -48,7 +47,7 @@ from chronoscope_dagster.wikidata.properties import default_catalog
 
 SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
 SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_rows",
-                   "holder_groups", "first_seen")  # fmt: skip
+                   "holder_groups", "first_seen", "subject_order")  # fmt: skip
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 ROOTS_PER_PART = 100
@@ -196,7 +195,7 @@ def _reach(
     properties ``pids`` on ``connection``; the related subjects of its roots are written apart
     for ``ChunkedRelated``. The caller closes the connection before building the index, so
     that DuckDB's memory is returned first."""
-    unnameable = _create_roots(connection, shard)
+    unnameable, roots = _create_roots(connection, shard)
     _create_needed_holders(connection)
     _create_core(connection)
     related = ChunkedRelated.written(connection, pids, year, config)
@@ -208,7 +207,7 @@ def _reach(
     )
     index = _fetch_index(connection, pids)
     wide = SnapshotWide(
-        roots=shard,
+        roots=roots if shard.count > 1 else None,
         shared_label_subjects=index.pop("shared"),
         unnameable_subjects=unnameable,
         first_seen=index.pop("first_seen"),
@@ -441,7 +440,7 @@ class ChunkedRelated:
                 return RelatedChunk(holders)
             index = _read_index(connection)
         wide = SnapshotWide(
-            roots=Shard(0, 1),
+            roots=None,
             shared_label_subjects=index.pop("shared"),
             unnameable_subjects=0,
             first_seen=index.pop("first_seen"),
@@ -489,6 +488,7 @@ def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[s
     _create_gold_rows(connection, pids)
     _create_subject_names(connection)
     _create_holder_groups(connection)
+    _create_subject_order(connection)
     connection.execute("""CREATE TEMP TABLE first_seen AS
         WITH dated AS (
             SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
@@ -499,16 +499,34 @@ def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[s
         SELECT qid, min(valid_from) AS first FROM dated GROUP BY qid""")  # fmt: skip
 
 
+def _create_subject_order(connection: duckdb.DuckDBPyConnection) -> None:
+    """``subject_order``: per subject with a gold, where its golds start (``start``) among the
+    ``total`` golds of the snapshot in its locality order, which ``Shard`` cuts in runs. The
+    order is a hash of the value of a MinHash of each subject's values of the
+    ``cross_entity_then`` relations (of its QID when it has none: a hash of the min itself
+    would put the subjects of many values first), then the QID number: subjects of the same employer, team or
+    party sit together, so a shard's roots share the holders and values they reach instead of
+    each reaching its own (a hash of the QID leaves a root's neighbours in other shards)."""
+    connection.execute("""CREATE TEMP TABLE subject_order AS
+        WITH keys AS (
+            SELECT subject_qid AS qid, md5_number_lower(min(md5(value) || value)) AS key
+            FROM (SELECT subject_qid, pid || '=' || unnest(value_qids) AS value FROM relation_rows)
+            GROUP BY subject_qid),
+        golds AS (SELECT subject_qid AS qid, count(*) AS golds FROM gold_rows GROUP BY subject_qid)
+        SELECT qid,
+            CAST(coalesce(sum(golds) OVER (
+                ORDER BY coalesce(key, md5_number_lower(qid)), CAST(qid[2:] AS BIGINT)
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS BIGINT) AS start,
+            CAST(sum(golds) OVER () AS BIGINT) AS total
+        FROM golds LEFT JOIN keys USING (qid)""")  # fmt: skip
+
+
 def _create_subject_names(connection: duckdb.DuckDBPyConnection) -> None:
-    """``subject_names``: per subject with a gold, its ``Shard`` hash, whether it is nameable
+    """``subject_names``: per subject with a gold, whether it is nameable
     without digits (``plain``: a holder of ``cross_entity_then``), named with a label
     another subject shares, or not nameable at all (``SnapshotFacts.subject_name``). Python
     decides each row inside DuckDB, a vector at a time, so the table stays within DuckDB's
     memory limit at any snapshot size."""
-    connection.create_function(
-        "shard_hash", lambda qids: pa.array(list(map(shard_hash, qids.to_pylist())), pa.uint64()),
-        [VARCHAR], UBIGINT, type="arrow", side_effects=False,
-    )  # fmt: skip
     connection.create_function(
         "name_kind", _name_kinds, [VARCHAR, VARCHAR, BOOLEAN], TINYINT, type="arrow",
         null_handling="special", side_effects=False,
@@ -520,7 +538,7 @@ def _create_subject_names(connection: duckdb.DuckDBPyConnection) -> None:
             FROM (SELECT DISTINCT subject_qid FROM gold_rows) s
             LEFT JOIN src_labels l ON l.qid = s.subject_qid),
         kinds AS (SELECT qid, shared, name_kind(label, description, shared) AS kind FROM labelled)
-        SELECT qid, shard_hash(qid) AS hash, kind = {_PLAIN} AS plain, shared,
+        SELECT qid, kind = {_PLAIN} AS plain, shared,
                kind = {_UNNAMEABLE} AS unnameable
         FROM kinds""")  # fmt: skip
 
@@ -628,19 +646,39 @@ def _create_core(connection: duckdb.DuckDBPyConnection) -> None:
         SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3""")  # fmt: skip
 
 
-def _create_roots(connection: duckdb.DuckDBPyConnection, shard: Shard) -> int:
-    """``roots``: the subjects of ``shard`` (by their hash in ``subject_names``), with their
-    ``part``: ``ROOTS_PER_PART`` of them in QID order, of which ``ChunkedRelated`` makes
-    chunks. Returns how many subjects of the snapshot cannot be named
-    (``SnapshotFacts.subject_name``)."""
+def _create_roots(
+    connection: duckdb.DuckDBPyConnection, shard: Shard
+) -> tuple[int, frozenset[str]]:
+    """``roots``: the subjects of ``shard`` (``shard_roots_sql``), with their ``part``:
+    ``ROOTS_PER_PART`` of them in QID order, of which ``ChunkedRelated`` makes chunks.
+    Returns how many subjects of the snapshot cannot be named (``SnapshotFacts.subject_name``)
+    and the roots."""
     connection.execute(f"""CREATE TEMP TABLE roots AS
         SELECT qid, (row_number() OVER (ORDER BY CAST(qid[2:] AS BIGINT)) - 1)
                     // {ROOTS_PER_PART} AS part
-        FROM subject_names WHERE hash % {shard.count} = {shard.index}""")  # fmt: skip
+        FROM ({shard_roots_sql("subject_order", shard)})""")  # fmt: skip
     [(unnameable,)] = connection.execute(
         "SELECT count(*) FROM subject_names WHERE unnameable"
     ).fetchall()
-    return unnameable
+    roots = frozenset(qid for (qid,) in connection.execute("SELECT qid FROM roots").fetchall())
+    return unnameable, roots
+
+
+def shard_roots_sql(order: str, shard: Shard) -> str:
+    """SQL of the QIDs of the subjects ``shard`` holds, of a snapshot whose ``subject_order``
+    is the SQL ``order``: the ``shard.index``-th of ``shard.count`` runs of about equal golds
+    in the snapshot's locality order (a subject is in the run where its golds start)."""
+    return f"SELECT qid FROM {order} WHERE start * {shard.count} // total = {shard.index}"
+
+
+def indexed_shard_roots(
+    snapshot_index: Path, shard: Shard, *, config: Mapping[str, str | int] | None = None
+) -> frozenset[str]:
+    """The subjects ``shard`` holds, from a snapshot's index (``write_snapshot_index``)."""
+    order = f"read_parquet({sql_string(str(snapshot_index / 'subject_order.parquet'))})"
+    with duckdb.connect(":memory:", config=dict(config or {})) as connection:
+        rows = connection.execute(shard_roots_sql(order, shard)).fetchall()
+    return frozenset(qid for (qid,) in rows)
 
 
 _UNNAMEABLE, _NAMED_WITH_DIGITS, _PLAIN = 0, 1, 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import repeat
@@ -250,9 +251,9 @@ def _root_number(chain: Chain) -> int:
     return int(chain.turns[0].subject_qid[1:])
 
 
-def rooted_in(table: pa.Table, shard: Shard) -> pa.Table:
-    """The rows of a family's turns table whose chain starts from a subject of ``shard``
-    (turn 1's subject), in their order: what ``generate_family`` gives for that shard."""
+def rooted_in(table: pa.Table, roots: AbstractSet[str]) -> pa.Table:
+    """The rows of a family's turns table whose chain starts from one of ``roots`` (turn 1's
+    subject), in their order: what ``generate_family`` gives for the shard of those roots."""
     firsts = table.filter(pc.equal(table.column("turn_index"), 0))
     chain_ids = [
         chain_id
@@ -261,6 +262,6 @@ def rooted_in(table: pa.Table, shard: Shard) -> pa.Table:
             firsts.column("subject_qid").to_pylist(),
             strict=True,
         )
-        if shard.holds(subject)
+        if subject in roots
     ]
     return table.filter(pc.is_in(table.column("chain_id"), pa.array(chain_ids, pa.string())))

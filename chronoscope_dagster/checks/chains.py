@@ -301,7 +301,7 @@ class DeterminismConfig(dg.Config):
         ge=1,
         description="Regenerate the chains of at most this many root subjects per snapshot: "
         "every chain where the snapshot has no more (the sample and CI), else those rooted in "
-        "one subject-hash shard.",
+        "one shard of about that many.",
     )
     shard: int = Field(
         default=0, ge=0, description="Which shard to regenerate where the snapshot is split."
@@ -313,7 +313,7 @@ class DeterminismConfig(dg.Config):
     blocking=True,
     description="Generating every family again with the same seed gives the same chains, turn "
     "for turn (generation is deterministic); on a snapshot of more root subjects than the "
-    "check's bound, the chains rooted in one subject-hash shard.",
+    "check's bound, the chains rooted in one shard of its subjects.",
 )
 def chains_deterministic(
     config: DeterminismConfig, warehouse: dg.ResourceParam[Warehouse]

@@ -30,6 +30,7 @@ from chronoscope_dagster.chains.jsonl import import_chains
 from chronoscope_dagster.chains.reach import (
     SOURCES,
     indexed_root_count,
+    indexed_shard_roots,
     root_rows_sql,
     shard_count,
     source_facts,
@@ -282,8 +283,8 @@ def merged_refusals(warehouse: Warehouse, family: str, year: str, keys: Sequence
 def differing_by_year(
     warehouse: Warehouse, years: Sequence[str], max_roots: int, which: int
 ) -> dict[str, tuple[Shard, list[str]]]:
-    """Per snapshot of ``years``, the shard regenerated (one, ``which``, of as few subject-hash
-    shards as hold at most ``max_roots`` roots each) and the families whose stored chains
+    """Per snapshot of ``years``, the shard regenerated (one, ``which``, of as many shards as
+    hold about ``max_roots`` roots each) and the families whose stored chains
     rooted in it differ from those generated again (``differing_families``), as a shard step
     generates them: from the snapshot index, over as many processes as such a step would use;
     each snapshot in a process of its own (``in_own_process``)."""
@@ -299,7 +300,8 @@ def _differing_families(
     write_chain_index(warehouse, year)
     try:
         index = chain_index_dir(warehouse, year)
-        roots = indexed_root_count(index, config=warehouse.duckdb_settings())
+        settings = warehouse.duckdb_settings()
+        roots = indexed_root_count(index, config=settings)
         count = shard_count(roots, max_roots)
         shard = Shard(which % count, count)
         cores = cores_for_a_step()
@@ -309,6 +311,7 @@ def _differing_families(
         stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
         used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
         facts = partial(warehouse_facts, warehouse, year, indexed=True)
-        return shard, differing_families(facts, shard, stored, used, workers or 1)
+        held = None if count == 1 else indexed_shard_roots(index, shard, config=settings)
+        return shard, differing_families(facts, shard, held, stored, used, workers or 1)
     finally:
         drop_chain_index(warehouse, year)

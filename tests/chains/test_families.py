@@ -124,6 +124,26 @@ def test_subject_shards_split_every_family_by_its_first_subject(sample_truth_hom
         assert sum(rows) == whole.table.num_rows and min(rows) > 0, (family, rows)
 
 
+def test_a_shard_holds_the_holders_of_one_value_together():
+    """Shards cut a locality order in which subjects with the same values of the
+    ``cross_entity_then`` relations sit together, so a shard's roots share what they reach:
+    of two employers' four employees each, interleaved in QID order, each of two shards holds
+    one employer's."""
+    from chronoscope_dagster.chains.facts import Shard
+    from tests.chain_helpers import facts_from_rows
+
+    employers = {f"Q{n}": "Q100" if n % 2 else "Q200" for n in range(1, 9)}
+    rows = [("2010", subject, "P108", [employer]) for subject, employer in employers.items()]
+    names = dict(zip(employers, ["Ann", "Bob", "Cy", "Di", "Ed", "Flo", "Gus", "Hal"], strict=True))
+    roots = [
+        facts_from_rows(
+            rows, names | {"Q100": "Acme", "Q200": "Bolt"}, shard=Shard(i, 2)
+        ).wide.roots
+        for i in range(2)
+    ]
+    assert sorted(map(sorted, roots)) == [["Q1", "Q3", "Q5", "Q7"], ["Q2", "Q4", "Q6", "Q8"]]
+
+
 def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
     sample_truth_home, tmp_path
 ):

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
 
 from chronoscope_dagster.chains.facts import Shard
+from chronoscope_dagster.chains.reach import shard_roots_sql
 from chronoscope_dagster.parquet import RowGroupWriter
 from chronoscope_dagster.wikidata.extract import LABELS_SCHEMA, LIFESPANS_SCHEMA, Extractor
 from chronoscope_dagster.wikidata.reader import ExtractionReport, extract_dump, iter_blocks
@@ -115,10 +117,25 @@ def test_row_groups_do_not_depend_on_how_the_rows_arrive(tmp_path):
 
 
 def test_a_shard_splits_into_parts_that_hold_exactly_its_subjects():
-    subjects = [f"Q{n}" for n in range(1, 3001)]
+    """Shards are runs of a snapshot's locality order by golds; a shard's parts (a step's
+    workers) are runs of its run, whatever the golds per subject."""
+    golds = [1 + n * 7 % 13 for n in range(3000)]
+    starts = [sum(golds[:n]) for n in range(len(golds))]
+    subject_order = pa.table({"qid": [f"Q{n}" for n in range(1, 3001)], "start": starts,
+                      "total": [sum(golds)] * len(golds)})  # fmt: skip
+
+    connection = duckdb.connect()
+    connection.register("subject_order", subject_order)
+
+    def held(shard: Shard) -> set[str]:
+        return {
+            qid for (qid,) in connection.sql(shard_roots_sql("subject_order", shard)).fetchall()
+        }
+
     shard = Shard(1, 3)
-    parts = shard.split(4)
-    held = [{s for s in subjects if part.holds(s)} for part in parts]
-    assert set().union(*held) == {s for s in subjects if shard.holds(s)}
-    assert sum(map(len, held)) == len(set().union(*held))
-    assert all(held)
+    parts = [held(part) for part in shard.split(4)]
+    assert set().union(*parts) == held(shard)
+    assert sum(map(len, parts)) == len(held(shard)) and all(parts)
+    assert set().union(*(held(Shard(index, 3)) for index in range(3))) == set(
+        subject_order["qid"].to_pylist()
+    )

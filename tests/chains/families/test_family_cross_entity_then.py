@@ -10,7 +10,7 @@ from chronoscope_dagster.chains.facts import Shard, SnapshotFacts
 from chronoscope_dagster.chains.families import cross_entity_then
 from chronoscope_dagster.chains.families.cross_entity_then import RELATIONS
 from chronoscope_dagster.chains.templates import default_templates
-from tests.chain_helpers import facts_from_rows
+from tests.chain_helpers import facts_from_rows, shard_apart
 
 DIGIT = re.compile(r"\d")
 NAMES = {"Q1": "Ruritania", "Q2": "Zenda", "Q3": "Graustark", "Q4": "Strelsau", "Q5": "Acme",
@@ -190,11 +190,8 @@ def test_a_related_subjects_timeless_value_is_bounded_by_its_lifespan_in_every_s
     lifespans = {"Q61": ("1950-01-01", "1990-12-31")}
     whole = facts_from_rows(rows, names, lifespans=lifespans)
     assert whole.gold("Q2", "P102", "2010") is None
-    shard = next(
-        shard
-        for count in range(2, 40)
-        for shard in [Shard(index, count) for index in range(count)]
-        if shard.holds("Q1") and not shard.holds("Q2") and not shard.holds("Q61")
+    shard = shard_apart(
+        lambda shard: facts_from_rows(rows, names, lifespans=lifespans, shard=shard), "Q1", "Q2"
     )
     facts = facts_from_rows(rows, names, lifespans=lifespans, shard=shard)
     related = facts.related("Q1").about("Q2", facts)

@@ -18,6 +18,7 @@ from tests.chain_helpers import (
     facts_of_one_subject,
     held_over_span,
     intervals_table,
+    shard_apart,
 )
 
 NAMES = {"Q1": "Ruritania", "Q10": "Rudolf Rassendyll", "Q11": "Flavia Elphberg",
@@ -273,8 +274,7 @@ def test_a_shard_asks_what_the_whole_snapshot_asks_of_a_value_known_only_from_it
             rows, names, intervals=intervals_table(spans), uncertain=uncertain, shard=shard
         )
 
-    part = Shard(0, 2)
-    assert part.holds("Q2") and not part.holds("Q21")
+    part = shard_apart(facts, "Q2", "Q21")
     assert "Q21" in facts(part).labels
     templates = default_templates()
     asked = set()
