@@ -72,10 +72,11 @@ class ChainConfig(dg.Config):
         ge=1,
         description="Steps a snapshot's families are split into, by the subject each chain "
         "starts from (runs of about equal truth rows in an order that keeps subjects of the "
-        "same employer, team or party together): each step (which an executor may place on another process or "
-        "machine) indexes the subjects its shard's chains reach and generates them, and the "
-        "shards are merged in order; the output is the same for any number. Memory follows "
-        "a shard's reach: raise it (or lower root_rows_per_shard) until a step fits.",
+        "same employer, team or party together): each step (which an executor may place on "
+        "another process or machine) indexes the subjects its shard's chains reach and "
+        "generates them, and the shards are merged in order; the output is the same for any "
+        "number. Memory follows a shard's reach: raise it (or lower root_rows_per_shard) until "
+        "a step fits.",
     )
     root_rows_per_shard: int = Field(
         default=DEFAULT_ROOT_ROWS_PER_SHARD,

@@ -22,10 +22,10 @@ def differing_families(
     workers: int = 1,
 ) -> list[str]:
     """The families whose chains stored in ``stored[family]`` (the snapshot's Parquet file),
-    those rooted in ``shard`` (whose subjects are ``roots``; None for every subject), differ from the chains generated again with the seed and
-    language each was built with (``used[family]``: its report), as a shard step generates
-    them (``generate_families``: ``facts`` loads the index of a shard, over ``workers``
-    processes)."""
+    those rooted in ``shard`` (whose subjects are ``roots``; None for every subject), differ
+    from the chains generated again with the seed and language each was built with
+    (``used[family]``: its report), as a shard step generates them (``generate_families``:
+    ``facts`` loads the index of a shard, over ``workers`` processes)."""
     settings = {family: (used[family]["language"], used[family]["seed"]) for family in FAMILIES}
     differing = set()
     for language, seed in dict.fromkeys(settings.values()):

@@ -502,11 +502,11 @@ def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[s
 def _create_subject_order(connection: duckdb.DuckDBPyConnection) -> None:
     """``subject_order``: per subject with a gold, where its golds start (``start``) among the
     ``total`` golds of the snapshot in its locality order, which ``Shard`` cuts in runs. The
-    order is a hash of the value of a MinHash of each subject's values of the
-    ``cross_entity_then`` relations (of its QID when it has none: a hash of the min itself
-    would put the subjects of many values first), then the QID number: subjects of the same employer, team or
-    party sit together, so a shard's roots share the holders and values they reach instead of
-    each reaching its own (a hash of the QID leaves a root's neighbours in other shards)."""
+    order is a hash of the value a MinHash picks among each subject's values of the
+    ``cross_entity_then`` relations (of its QID when it has none; the MinHash itself would put
+    the subjects of many values first), then the QID number. Subjects of the same employer,
+    team or party sit together, so a shard's roots share the holders and values they reach
+    instead of each reaching its own, as they do where a hash of the QID picks the shard."""
     connection.execute("""CREATE TEMP TABLE subject_order AS
         WITH keys AS (
             SELECT subject_qid AS qid, md5_number_lower(min(md5(value) || value)) AS key
