@@ -71,7 +71,7 @@ def run_stage(home: Path, dump: Path, selection: str, *options: str) -> dict:
             steps[label] = float(match["seconds"])
         elif line.startswith(PEAK):
             peak_kb = int(line.removeprefix(PEAK))
-    return {"seconds": seconds, "steps": steps, "peak_mb": peak_kb / 1024}
+    return {"seconds": seconds, "steps": steps, "peak_mb": peak_kb / 1024, "output": done.stdout}
 
 
 def main() -> int:

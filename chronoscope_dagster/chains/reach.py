@@ -501,21 +501,32 @@ def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[s
 
 def _create_subject_order(connection: duckdb.DuckDBPyConnection) -> None:
     """``subject_order``: per subject with a gold, where its golds start (``start``) among the
-    ``total`` golds of the snapshot in its locality order, which ``Shard`` cuts in runs. The
-    order is a hash of the value a MinHash picks among each subject's values of the
-    ``cross_entity_then`` relations (of its QID when it has none; the MinHash itself would put
-    the subjects of many values first), then the QID number. Subjects of the same employer,
-    team or party sit together, so a shard's roots share the holders and values they reach
-    instead of each reaching its own, as they do where a hash of the QID picks the shard."""
+    ``total`` golds of the snapshot in its locality order, which ``Shard`` cuts in runs.
+    Among a subject's values of the ``cross_entity_then`` relations, its hub is the one the
+    most subjects hold (an employer, a party, a country), and its region the hub's own hub
+    (the employer's country), else the hub. The order is a hash of the region, of the hub,
+    of the value a MinHash picks among those values (each a hash of the QID where the
+    subject has none), then the QID number. Subjects of one region sit together, and within
+    it those of one employer, team or party, so a shard's roots share the holders and values
+    they reach (a country's regions and organizations, a party's members) instead of each
+    reaching its own, as they do where a hash of the QID picks the shard."""
     connection.execute("""CREATE TEMP TABLE subject_order AS
-        WITH keys AS (
-            SELECT subject_qid AS qid, md5_number_lower(min(md5(value) || value)) AS key
-            FROM (SELECT subject_qid, pid || '=' || unnest(value_qids) AS value FROM relation_rows)
-            GROUP BY subject_qid),
+        WITH held AS (
+            SELECT DISTINCT subject_qid, pid, unnest(value_qids) AS value FROM relation_rows),
+        holders AS (SELECT value, count(DISTINCT subject_qid) AS holders FROM held GROUP BY value),
+        hubs AS (
+            SELECT subject_qid AS qid, first(value ORDER BY holders DESC, value) AS hub,
+                   md5_number_lower(min(md5(pid || '=' || value) || pid || '=' || value)) AS key
+            FROM held JOIN holders USING (value) GROUP BY subject_qid),
+        keys AS (
+            SELECT s.qid, md5_number_lower(coalesce(h.hub, s.hub)) AS region,
+                   md5_number_lower(s.hub) AS hub, s.key
+            FROM hubs s LEFT JOIN hubs h ON h.qid = s.hub),
         golds AS (SELECT subject_qid AS qid, count(*) AS golds FROM gold_rows GROUP BY subject_qid)
         SELECT qid,
             CAST(coalesce(sum(golds) OVER (
-                ORDER BY coalesce(key, md5_number_lower(qid)), CAST(qid[2:] AS BIGINT)
+                ORDER BY coalesce(region, md5_number_lower(qid)), coalesce(hub, 0),
+                         coalesce(key, 0), CAST(qid[2:] AS BIGINT)
                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS BIGINT) AS start,
             CAST(sum(golds) OVER () AS BIGINT) AS total
         FROM golds LEFT JOIN keys USING (qid)""")  # fmt: skip

@@ -144,6 +144,31 @@ def test_a_shard_holds_the_holders_of_one_value_together():
     assert sorted(map(sorted, roots)) == [["Q1", "Q3", "Q5", "Q7"], ["Q2", "Q4", "Q6", "Q8"]]
 
 
+def test_a_shard_holds_the_subjects_of_one_region_together():
+    """Before the values themselves, the locality order groups subjects by region: the hub of
+    their most-held value of the ``cross_entity_then`` relations. Four employers, two in each
+    of two countries, with two employees each, all interleaved in QID order: each of two
+    shards holds one country's employers and their employees, so what the employers of a
+    country share (the country and its holders) is reached by one shard, not by both."""
+    from chronoscope_dagster.chains.facts import Shard
+    from tests.chain_helpers import facts_from_rows
+
+    countries = {"Q101": "Q900", "Q102": "Q900", "Q103": "Q901", "Q104": "Q901"}
+    employers = {f"Q{n}": ("Q101", "Q103", "Q102", "Q104")[n % 4] for n in range(1, 9)}
+    rows = [("2010", subject, "P108", [employer]) for subject, employer in employers.items()]
+    rows += [("2010", employer, "P17", [country]) for employer, country in countries.items()]
+    names = dict(zip(employers, ["Ann", "Bob", "Cy", "Di", "Ed", "Flo", "Gus", "Hal"], strict=True))
+    names |= {"Q101": "Acme", "Q102": "Bolt", "Q103": "Core", "Q104": "Dyne"}
+    names |= {"Q900": "Avalon", "Q901": "Borduria"}
+    roots = [facts_from_rows(rows, names, shard=Shard(i, 2)).wide.roots for i in range(2)]
+    by_country = [
+        sorted({*(e for e, c in countries.items() if c == country),
+                *(s for s, e in employers.items() if countries[e] == country)})
+        for country in ("Q900", "Q901")
+    ]  # fmt: skip
+    assert sorted(map(sorted, roots)) == sorted(by_country)
+
+
 def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
     sample_truth_home, tmp_path
 ):
