@@ -64,21 +64,6 @@ def test_duckdb_threads_and_memory_bound_come_from_the_environment(tmp_path, mon
         store.connect()
 
 
-def test_the_processes_of_a_chain_step_share_its_cores_between_their_duckdbs(tmp_path, monkeypatch):
-    """Two processes of a chain step select their parts at the same time: each DuckDB gets
-    half the step's cores (at least one), unless ``CHRONOSCOPE_DUCKDB_THREADS`` says."""
-    from chronoscope_dagster.processes import cores_for_a_step
-    from chronoscope_dagster.storage.chains import shard_duckdb_settings
-
-    monkeypatch.delenv("CHRONOSCOPE_DUCKDB_THREADS", raising=False)
-    store = Warehouse(tmp_path)
-    assert "threads" not in shard_duckdb_settings(store, 1)
-    assert shard_duckdb_settings(store, 2)["threads"] == max(1, cores_for_a_step() // 2)
-    assert shard_duckdb_settings(store, 64)["threads"] == 1
-    monkeypatch.setenv("CHRONOSCOPE_DUCKDB_THREADS", "3")
-    assert shard_duckdb_settings(store, 2)["threads"] == 3
-
-
 def test_a_column_added_later_is_null_in_partitions_written_before(tmp_path):
     store = Warehouse(tmp_path)
     store.write_table("predictions", pa.table({"chain_id": ["a"]}), model="m", setting="s1")

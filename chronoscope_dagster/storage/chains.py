@@ -65,32 +65,15 @@ def root_row_count(warehouse: Warehouse, year: str) -> int:
 
 
 def warehouse_facts(
-    warehouse: Warehouse,
-    year: str,
-    shard: Shard | None = None,
-    *,
-    indexed: bool = False,
-    processes: int = 1,
+    warehouse: Warehouse, year: str, shard: Shard | None = None, *, indexed: bool = False
 ) -> SnapshotFacts:
     """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
-    without one); ``indexed``: from the snapshot index ``write_chain_index`` wrote. Loaded in
-    one of ``processes`` processes side by side, its DuckDB takes their share of the step's
-    cores (unless ``CHRONOSCOPE_DUCKDB_THREADS`` says): the processes select their parts at
-    the same time, and two DuckDBs of two threads each on two cores run far slower than two
-    of one thread each."""
+    without one); ``indexed``: from the snapshot index ``write_chain_index`` wrote."""
+    sources = snapshot_sources(warehouse, year)
     return source_facts(
-        year, snapshot_sources(warehouse, year), shard,
-        config=shard_duckdb_settings(warehouse, processes),
+        year, sources, shard, config=warehouse.duckdb_settings(),
         snapshot_index=chain_index_dir(warehouse, year) if indexed else None,
     )  # fmt: skip
-
-
-def shard_duckdb_settings(warehouse: Warehouse, processes: int) -> dict[str, str | int]:
-    """The DuckDB settings of one of ``processes`` processes of a chain step side by side."""
-    settings = warehouse.duckdb_settings()
-    if processes > 1:
-        settings.setdefault("threads", max(1, cores_for_a_step() // processes))
-    return settings
 
 
 CHAIN_INDEX = "chain_index"
@@ -199,7 +182,7 @@ def write_shard_families(
     write each one's turns and refusals as the part ``key`` of its family; return the rest."""
     left = {}
     outputs = generate_families(
-        partial(warehouse_facts, warehouse, year, indexed=True, processes=workers),
+        partial(warehouse_facts, warehouse, year, indexed=True),
         families, language, seed, workers, shard,
     )  # fmt: skip
     for family, output in outputs:
@@ -327,7 +310,7 @@ def _differing_families(
         assets = {family: f"family_{family}" for family in FAMILIES}
         stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
         used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
-        facts = partial(warehouse_facts, warehouse, year, indexed=True, processes=workers or 1)
+        facts = partial(warehouse_facts, warehouse, year, indexed=True)
         held = None if count == 1 else indexed_shard_roots(index, shard, config=settings)
         return shard, differing_families(facts, shard, held, stored, used, workers or 1)
     finally:
