@@ -1,7 +1,7 @@
 """The chain stage at several dump sizes, interleaved, with the authors' stages 2 and 3.
 
     python benchmarks/bench_chain_stage.py 50k=DUMP 400k=DUMP [--homes DIR] [--rounds 3]
-        [--reference DIR] [--reference-workdir DIR] [--order ROUND ...]
+        [--reference DIR] [--reference-workdir DIR]
 
 Issue 37's series: for each SIZE=DUMP (a linked dump of SIZE entities, e.g. from
 ../shared/tools/synth_dump_linked.py; `k` and `M` suffixes), a home of snapshot 2025 built
@@ -16,7 +16,10 @@ digest per size), and the load average at its start. Then the medians (wall, gro
 largest process) per size, the exponents of the medians between sizes, and the ratio of
 each of the smallest size's runs to the reference's median.
 
-Run it on an idle machine: the figures compare only within one run of this script.
+Run it on an idle machine, with the settings to measure (`CHRONOSCOPE_DUCKDB_MEMORY_LIMIT=300MB`
+for issue 37's figures): the figures compare only within one session's machine. To compare
+two versions of the code on the same homes, run it from a directory outside the checkout
+with `PYTHONPATH` on a worktree of the other version, one round at a time, alternating.
 """
 
 from __future__ import annotations
