@@ -127,7 +127,7 @@ def print_run(run: Run) -> None:
               if run.shards else "no shard steps")  # fmt: skip
     index = f"index {run.index[0]:.1f} s {run.index[1]} MB" if run.index else ""
     merge = f"merge {run.merge[0]:.1f} s {run.merge[1]} MB" if run.merge else ""
-    groups = " ".join(f"{name} {seconds:.1f}" for name, seconds in run.groups.items())
+    groups = " ".join(f"{name} {s:.1f}" for name, s in run.groups.items() if s or name in GROUPS)
     print(f"{run.size:>6} {run.seconds:9.1f} s | {groups} | {shards} | {index} | {merge} | "
           f"largest {run.peak_mb:,.0f} MB | {run.digest} | load {run.load:.2f}", flush=True)  # fmt: skip
 
