@@ -37,15 +37,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_stages import run_stage  # this folder is on the path of a script run from it
+from bench_stages import DONE, STEP, run_stage  # this folder is on the path of a script run from it
 
 CHAIN_STAGE = "key:fact_intervals or key:truth or key:present_day or key:family_* or " \
     "key:turns or key:chains"  # fmt: skip
 GROUPS = {"truth": ("fact_intervals", "truth", "present_day"), "families": ("family_",),
           "turns+chains": ("turns", "chains")}  # fmt: skip
 """The stage groups a run reports, by how the first asset of their steps' labels begins."""
-STEP = re.compile(r"^==> (?P<first>\w+)")
-DONE = re.compile(r"^    ok in (?P<s>[\d.]+) s")
 SHARD_STEP = re.compile(
     r"shard \d+ of \d+: \d+ families in (?P<s>[\d.]+) s, peak RSS (?P<mb>[\d,]+)"
 )
@@ -97,9 +95,10 @@ def chain_stage(size: str, home: Path, dump: Path) -> Run:
     groups, group = dict.fromkeys(GROUPS, 0.0) | {"other": 0.0}, None
     for line in result["output"].splitlines():
         if step := STEP.match(line):
-            group = next((g for g, s in GROUPS.items() if step["first"].startswith(s)), "other")
+            first = step["label"].split(",")[0].split(" ")[0]
+            group = next((g for g, s in GROUPS.items() if first.startswith(s)), "other")
         elif (done := DONE.match(line)) and group:
-            groups[group] += float(done["s"])
+            groups[group] += float(done["seconds"])
 
     def found(pattern: re.Pattern) -> list[tuple[float, int]]:
         return [(float(m["s"]), int(m["mb"].replace(",", ""))) for m in
