@@ -1,14 +1,18 @@
 """The chain stage at several dump sizes, interleaved, with the authors' stages 2 and 3.
 
     python benchmarks/bench_chain_stage.py 50k=DUMP 400k=DUMP [--homes DIR] [--rounds 3]
-        [--reference DIR] [--reference-workdir DIR]
+        [--reference DIR] [--reference-workdir DIR] [--reference-rounds N] [--extraction DUMP]
 
 Issue 37's series: for each SIZE=DUMP (a linked dump of SIZE entities, e.g. from
 ../shared/tools/synth_dump_linked.py; `k` and `M` suffixes), a home of snapshot 2025 built
 once through `present_day` in DIR/SIZE (kept: built again only when missing), then
 ``--rounds`` rounds, each running every size's chain stage (`fact_intervals` .. `chains`,
-every check, ``--force``) one after another, and with ``--reference`` the authors' stages 2
-and 3 (``bench_reference.py``) on the smallest dump between its run and the next. A run
+every check, ``--force``) one after another, the largest first (a series cut short still has
+its largest runs); with ``--reference`` the authors' stages 2 and 3 (``bench_reference.py``)
+on the smallest dump after its run, in the first ``--reference-rounds`` rounds (default
+all: theirs take about 14 minutes at 50k); and with ``--extraction`` issue 37's item 3,
+``bench_ingest.py --dump`` on that dump (`gzip -dc`, ISA-L, extraction with 1 and 2
+workers) at the end of each round. A run
 prints its wall time, its stage groups (the command's own step times), the shard steps'
 times and peaks as the steps log them, the largest process (``wait4`` of every process
 under it), a digest of the families, ``turns`` and ``chains`` (byte-identical runs have one
@@ -118,6 +122,24 @@ def reference(dump: Path, workdir: Path, source: Path, home: Path) -> dict:
             "peak_mb": summary["stage2+3"]["peak_mb"], "stage1": summary["stage1"]["seconds"]}  # fmt: skip
 
 
+def extraction(dump: Path) -> dict[str, float]:
+    """One ``bench_ingest.py --dump`` (its lines echoed): seconds per row of its table."""
+    command = [
+        sys.executable,
+        str(HERE / "bench_ingest.py"),
+        "--dump",
+        str(dump),
+        "--workers",
+        "1",
+        "2",
+    ]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    print(done.stdout, end="", flush=True)
+    rows = re.finditer(r"^(?P<name>gzip -dc|igzip -dc|extract, \d worker)\S*.*?\s(?P<s>[\d.]+)\s+[\d,]+\s",
+                       done.stdout, re.MULTILINE)  # fmt: skip
+    return {row["name"]: float(row["s"]) for row in rows}
+
+
 def print_run(run: Run) -> None:
     shard_s = [s for s, _ in run.shards]
     shard_mb = [mb for _, mb in run.shards]
@@ -140,6 +162,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reference", type=Path, help="a checkout of the authors' repository")
     parser.add_argument("--reference-workdir", type=Path, help="bench_reference.py's WORKDIR")
+    parser.add_argument("--reference-rounds", type=int, help="run theirs in the first N rounds")
+    parser.add_argument("--extraction", type=Path, help="bench_ingest.py --dump on it each round")
     args = parser.parse_args()
     dumps = dict(item.split("=", 1) for item in args.dumps)
     sizes = sorted(dumps, key=entities)
@@ -148,18 +172,24 @@ def main() -> int:
         build_home(homes[size], Path(dumps[size]))
     runs: list[Run] = []
     references: list[dict] = []
+    extractions: list[dict[str, float]] = []
     for round_number in range(1, args.rounds + 1):
         print(f"round {round_number}", flush=True)
-        for size in sizes:
+        for size in reversed(sizes):
             runs.append(chain_stage(size, homes[size], Path(dumps[size])))
             print_run(runs[-1])
-            if args.reference and size == sizes[0]:
+            if (args.reference and size == sizes[0]
+                    and round_number <= (args.reference_rounds or args.rounds)):  # fmt: skip
                 workdir = args.reference_workdir or args.homes / "reference"
                 references.append(reference(Path(dumps[size]), workdir, args.reference,
                                             homes[size]))  # fmt: skip
                 print(f"{'theirs':>6} {references[-1]['seconds']:9.1f} s stages 2+3 "
                       f"({references[-1]['cpu']:.1f} cpu s, {references[-1]['peak_mb']:,.0f} MB); "
                       f"stage 1 {references[-1]['stage1']:.1f} s", flush=True)  # fmt: skip
+        if args.extraction:
+            extractions.append(extraction(args.extraction))
+            print(f"{'item 3':>6} " + " | ".join(f"{name} {s:.2f} s" for name, s in
+                                                 extractions[-1].items()), flush=True)  # fmt: skip
     print("\nmedians")
     medians = {}
     for size in sizes:
@@ -187,6 +217,9 @@ def main() -> int:
             f"theirs (stages 2+3), median of {len(references)}: {theirs:.1f} s; "
             f"ours at {sizes[0]} / theirs: {ratios}"
         )
+    if extractions:
+        print(f"{args.extraction.name}, median of {len(extractions)}: " + " | ".join(
+            f"{name} {statistics.median(e[name] for e in extractions):.2f} s" for name in extractions[0]))  # fmt: skip
     return 0
 
 
