@@ -123,21 +123,13 @@ def reference(dump: Path, workdir: Path, source: Path, home: Path) -> dict:
 
 
 def extraction(dump: Path) -> dict[str, float]:
-    """One ``bench_ingest.py --dump`` (its lines echoed): seconds per row of its table."""
-    command = [
-        sys.executable,
-        str(HERE / "bench_ingest.py"),
-        "--dump",
-        str(dump),
-        "--workers",
-        "1",
-        "2",
-    ]
-    done = subprocess.run(command, check=True, capture_output=True, text=True)
-    print(done.stdout, end="", flush=True)
-    rows = re.finditer(r"^(?P<name>gzip -dc|igzip -dc|extract, \d worker)\S*.*?\s(?P<s>[\d.]+)\s+[\d,]+\s",
-                       done.stdout, re.MULTILINE)  # fmt: skip
-    return {row["name"]: float(row["s"]) for row in rows}
+    """One ``bench_ingest.py --dump`` (its lines echoed): the seconds of each of its runs."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as figures:
+        command = [sys.executable, str(HERE / "bench_ingest.py"), "--dump", str(dump),
+                   "--workers", "1", "2", "--json", figures.name]  # fmt: skip
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        print(done.stdout, end="", flush=True)
+        return json.loads(Path(figures.name).read_text())
 
 
 def print_run(run: Run) -> None:

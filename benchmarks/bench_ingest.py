@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import os
 import random
 import resource
@@ -186,6 +187,7 @@ def main() -> int:
         "(e.g. ../shared/wikidata-real/entities.jsonl.gz)",
     )
     parser.add_argument("--dump", type=Path, help="time this dump instead of building one")
+    parser.add_argument("--json", type=Path, help="write each run's seconds here")
     args = parser.parse_args()
     directory = args.keep or Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -213,6 +215,7 @@ def main() -> int:
     print(f"{'gzip -dc (1 core)':<22}{gzip_seconds:>9.2f}{args.entities / gzip_seconds:>12,.0f}"
           f"{compressed / 1e6 / gzip_seconds:>9.1f}{gzip_rate:>10.1f}{gzip_rate:>11.1f}{1:>9.2f}")  # fmt: skip
     isal_seconds = min(time_isal(dump) for _ in range(2))
+    seconds = {"gzip -dc": gzip_seconds, "igzip -dc": isal_seconds}
     isal_rate = uncompressed / 1e6 / isal_seconds
     print(f"{'igzip -dc (1 core)':<22}{isal_seconds:>9.2f}{args.entities / isal_seconds:>12,.0f}"
           f"{compressed / 1e6 / isal_seconds:>9.1f}{isal_rate:>10.1f}{isal_rate:>11.1f}"
@@ -222,6 +225,7 @@ def main() -> int:
         out.mkdir(exist_ok=True)
         report = extract_dump(dump, out / "claims.parquet", out / "labels.parquet", workers=workers)
         assert report.reconciles, report.reconciliation_errors
+        seconds[f"extract, {workers} worker(s)"] = report.seconds
         cores = min(workers + 1, os.cpu_count() or 1) if workers > 1 else 1
         rate = uncompressed / 1e6 / report.seconds
         print(f"{f'extract, {workers} worker(s)':<22}{report.seconds:>9.2f}"
@@ -231,6 +235,8 @@ def main() -> int:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"\npeak RSS: main {peak:.0f} MB, largest worker {children:.0f} MB")
     print(f"statements kept {report.get('statements_kept'):,} of {report.get('statements_seen'):,}")
+    if args.json:
+        args.json.write_text(json.dumps(seconds, indent=2) + "\n", encoding="utf-8")
     if not args.keep:
         shutil.rmtree(directory)
     return 0
