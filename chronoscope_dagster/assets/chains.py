@@ -103,7 +103,7 @@ def plan_chain_shards(
     context: dg.OpExecutionContext, config: ChainConfig, warehouse: Warehouse
 ) -> list[tuple[str, ...]]:
     """One step per shard, each generating the selected families; first, what every shard
-    reads of the whole snapshot, computed once (``write_chain_index``)."""
+    reads of the whole snapshot and each one's scope, computed once (``write_chain_index``)."""
     families = tuple(
         family
         for family in FAMILIES
@@ -119,7 +119,7 @@ def plan_chain_shards(
         )
     started = time.perf_counter()
     _, peak_mb = in_own_process(
-        partial(measured, partial(write_chain_index, warehouse, context.partition_key))
+        partial(measured, partial(write_chain_index, warehouse, context.partition_key, count))
     )
     context.log.info(
         f"snapshot index for the shards in {time.perf_counter() - started:.1f} s, "

@@ -47,7 +47,19 @@ from chronoscope_dagster.wikidata.properties import default_catalog
 
 SOURCES = ("truth", "labels", "fact_intervals", "lifespans", "present_day")
 SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_rows",
-                   "holder_groups", "first_seen", "subject_order")  # fmt: skip
+                   "holder_groups", "first_seen", "subject_order", "unnameable")  # fmt: skip
+SCOPES = "scopes"
+"""The directory of a snapshot index (``write_snapshot_index``) that holds each shard's
+scope: the rows of the ``SCOPE_TABLES`` its steps can reach, keyed by shard."""
+SCOPE_TABLES = {"gold_rows": "scope_gold", "undecided_rows": "scope_undecided",
+                "subject_names": "scope_shared", "relation_rows": "scope_relation_rows",
+                "holder_groups": "scope_holder_groups", "first_seen": "scope_first_seen",
+                "subject_order": "scope_subject_order", "present_day": "scope_present",
+                "fact_intervals": "scope_intervals", "labels": "scope_labels",
+                "lifespans": "scope_lifespan_rows"}  # fmt: skip
+"""The snapshot tables and ``SOURCES`` a shard step reads from its shard's scope, by the
+table ``_write_scopes`` computes each from (``src_truth`` is read by the snapshot index
+only, ``unnameable`` is one count of the whole snapshot)."""
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 ROOTS_PER_PART = 100
@@ -92,36 +104,117 @@ def source_facts(
     *,
     config: Mapping[str, str | int] | None = None,
     snapshot_index: Path | None = None,
+    scope: int | None = None,
 ) -> SnapshotFacts:
     """The index of one snapshot for the chains rooted in ``shard`` (every subject without
     one), its ``SOURCES`` read by the SQL ``sources`` (by name) on a DuckDB of settings
     ``config``; the snapshot-wide tables from ``snapshot_index`` (``write_snapshot_index``)
-    when given, else computed here."""
+    when given, else computed here; with a ``scope``, the index of the shard of that index
+    whose scope it wrote (``shard`` is then one of its parts: ``Shard.split``), from the
+    scope's rows only."""
     pids = default_catalog().chain_pids
+    if snapshot_index is not None:
+        tables = {name: _parquet(snapshot_index / f"{name}.parquet") for name in SNAPSHOT_TABLES}
+        if scope is not None:
+            scoped = {
+                name: f"(SELECT * EXCLUDE (shard) FROM "
+                f"{_parquet(snapshot_index / SCOPES / f'{name}.parquet')} WHERE shard = {scope})"
+                for name in SCOPE_TABLES
+            }
+            tables.update(scoped)
+            sources = {name: scoped.get(name, source) for name, source in sources.items()}
     with _source_views(sources, config) as connection:
         if snapshot_index is None:
             _create_snapshot_tables(connection, pids)
         else:
             for name in SNAPSHOT_TABLES:
-                path = sql_string(str(snapshot_index / f"{name}.parquet"))
-                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({path})")
+                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {tables[name]}")
         reached = _reach(connection, shard or Shard(0, 1), pids, int(year), config)
     return SnapshotFacts(int(year), **reached)
 
 
+def _parquet(path: Path) -> str:
+    return f"read_parquet({sql_string(str(path))})"
+
+
 def write_snapshot_index(
-    sources: Mapping[str, str], directory: Path, *, config: Mapping[str, str | int] | None = None
+    sources: Mapping[str, str],
+    directory: Path,
+    *,
+    shards: int = 1,
+    config: Mapping[str, str | int] | None = None,
 ) -> None:
     """Compute once what every shard of a snapshot reads of the whole snapshot
     (``SNAPSHOT_TABLES``: the decidable truth rows, the subjects' names, the holder groups,
     first appearances) into Parquet files of ``directory``, so a shard step only joins its
-    roots against them: its time and memory then follow the shard, not the snapshot."""
+    roots against them; with several ``shards``, each one's scope too (``_write_scopes``), so
+    a step reads its shard's rows rather than the snapshot's: its time and memory then
+    follow the shard, not the snapshot."""
     directory.mkdir(parents=True, exist_ok=True)
     with _source_views(sources, config) as connection:
         _create_snapshot_tables(connection, default_catalog().chain_pids)
         for name in SNAPSHOT_TABLES:
             path = sql_string(str(directory / f"{name}.parquet"))
             connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
+        if shards > 1:
+            _write_scopes(connection, directory / SCOPES, shards)
+
+
+def write_shard_scope(
+    sources: Mapping[str, str],
+    snapshot_index: Path,
+    shard: Shard,
+    *,
+    config: Mapping[str, str | int] | None = None,
+) -> None:
+    """The scope of one ``shard`` (``_write_scopes``) added to a snapshot index written
+    without it."""
+    with _source_views(sources, config) as connection:
+        for name in SNAPSHOT_TABLES:
+            connection.execute(
+                f"CREATE VIEW {name} AS SELECT * FROM {_parquet(snapshot_index / f'{name}.parquet')}"
+            )
+        _write_scopes(connection, snapshot_index / SCOPES, shard.count, only=shard.index)
+
+
+def _write_scopes(
+    connection: duckdb.DuckDBPyConnection, directory: Path, count: int, only: int | None = None
+) -> None:
+    """Per shard of ``count`` (only the ``only``-th if given), every row its chains can reach
+    of the ``SCOPE_TABLES``, in one pass over the snapshot: what the index of its roots holds,
+    and of its related subjects, the rows of its roots' relations and holder blocks, and its
+    subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it, so an
+    index built from the scope is the one built from the snapshot. A Parquet file per table,
+    in shard order, of which a step reads the row groups of its shard."""
+    which = f"WHERE {_shard_of(count)} = {only}" if only is not None else ""
+    connection.execute(f"""CREATE OR REPLACE TEMP TABLE roots AS
+        SELECT qid, {_shard_of(count)} AS part FROM subject_order {which}""")
+    _create_needed_holders(connection)
+    _create_core(connection, key="part")
+    _index_scope(
+        connection,
+        "SELECT part, qid FROM roots",
+        f"""SELECT c.part, c.qid AS subject_qid, p.pid FROM core c ANTI JOIN roots r USING (part, qid)
+            CROSS JOIN (SELECT unnest([{sql_list(("P31", *HOP_PIDS))}]) AS pid) p
+            UNION SELECT h.part, h.subject_qid, h.pid FROM holder_pairs h
+            ANTI JOIN roots r ON r.part = h.part AND r.qid = h.subject_qid""",
+        key="part",
+    )
+    _create_index(connection, default_catalog().chain_pids, prefix="scope", key="part")
+    connection.execute("""CREATE TEMP TABLE scope_relation_rows AS
+        SELECT r.part, g.* FROM relation_rows g JOIN roots r ON r.qid = g.subject_qid""")
+    connection.execute("""CREATE TEMP TABLE scope_holder_groups AS
+        SELECT DISTINCT part, relation, value_qid, anchor, subject_qid, position, size
+        FROM needed_holders""")
+    connection.execute("""CREATE TEMP TABLE scope_subject_order AS
+        SELECT r.part, o.* FROM subject_order o JOIN roots r USING (qid)""")
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, table in SCOPE_TABLES.items():
+        path = sql_string(str(directory / f"{name}.parquet"))
+        connection.execute(
+            f"""COPY (SELECT part AS shard, * EXCLUDE (part) FROM {table} ORDER BY part)
+                TO {path} (FORMAT parquet, COMPRESSION zstd)"""
+        )
 
 
 def indexed_root_count(
@@ -489,6 +582,8 @@ def _create_snapshot_tables(connection: duckdb.DuckDBPyConnection, pids: tuple[s
     _create_subject_names(connection)
     _create_holder_groups(connection)
     _create_subject_order(connection)
+    connection.execute("""CREATE TEMP TABLE unnameable AS
+        SELECT count(*) FILTER (WHERE unnameable) AS subjects FROM subject_names""")
     connection.execute("""CREATE TEMP TABLE first_seen AS
         WITH dated AS (
             SELECT subject_qid AS qid, valid_from FROM src_fact_intervals
@@ -641,19 +736,24 @@ def _create_needed_holders(connection: duckdb.DuckDBPyConnection) -> None:
         UNION SELECT part, subject_qid, 'P31' FROM drawn""")  # fmt: skip
 
 
-def _create_core(connection: duckdb.DuckDBPyConnection) -> None:
-    """``core``: the roots, their values and the values of those three bridged hops deep.
-    A shard's index holds every fact of a root, and of the others their ``instance of`` (a
-    pronoun's kind) and the properties of a bridged hop: all a family asks of them but
-    ``cross_entity_then``, whose related subjects a chunk holds (``ChunkedRelated``)."""
+def _create_core(connection: duckdb.DuckDBPyConnection, key: str | None = None) -> None:
+    """``core``: the roots, their values and the values of those three bridged hops deep (with
+    a ``key`` column of ``roots``, per value of it). A shard's index holds every fact of a
+    root, and of the others their ``instance of`` (a pronoun's kind) and the properties of a
+    bridged hop: all a family asks of them but ``cross_entity_then``, whose related subjects
+    a chunk holds (``ChunkedRelated``)."""
     hops = sql_list(HOP_PIDS)
+    keyed = f"d.{key}, " if key else ""
+
+    def values(of: str, where: str = "") -> str:
+        return f"""SELECT DISTINCT {keyed}unnest(g.value_qids) AS qid
+            FROM gold_rows g JOIN {of} d ON d.qid = g.subject_qid {where}"""
+
     connection.execute(f"""CREATE TEMP TABLE core AS
-        WITH d0 AS (SELECT qid FROM roots),
-        d1 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d0 ON qid = subject_qid),
-        d2 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d1 ON qid = subject_qid
-               WHERE pid IN ({hops})),
-        d3 AS (SELECT DISTINCT unnest(value_qids) AS qid FROM gold_rows JOIN d2 ON qid = subject_qid
-               WHERE pid IN ({hops}))
+        WITH d0 AS (SELECT {key + ", " if key else ""}qid FROM roots),
+        d1 AS ({values("d0")}),
+        d2 AS ({values("d1", f"WHERE g.pid IN ({hops})")}),
+        d3 AS ({values("d2", f"WHERE g.pid IN ({hops})")})
         SELECT * FROM d0 UNION SELECT * FROM d1 UNION SELECT * FROM d2 UNION SELECT * FROM d3""")  # fmt: skip
 
 
@@ -668,18 +768,21 @@ def _create_roots(
         SELECT qid, (row_number() OVER (ORDER BY CAST(qid[2:] AS BIGINT)) - 1)
                     // {ROOTS_PER_PART} AS part
         FROM ({shard_roots_sql("subject_order", shard)})""")  # fmt: skip
-    [(unnameable,)] = connection.execute(
-        "SELECT count(*) FROM subject_names WHERE unnameable"
-    ).fetchall()
+    [(unnameable,)] = connection.execute("SELECT subjects FROM unnameable").fetchall()
     roots = frozenset(qid for (qid,) in connection.execute("SELECT qid FROM roots").fetchall())
     return unnameable, roots
 
 
 def shard_roots_sql(order: str, shard: Shard) -> str:
     """SQL of the QIDs of the subjects ``shard`` holds, of a snapshot whose ``subject_order``
-    is the SQL ``order``: the ``shard.index``-th of ``shard.count`` runs of about equal golds
-    in the snapshot's locality order (a subject is in the run where its golds start)."""
-    return f"SELECT qid FROM {order} WHERE start * {shard.count} // total = {shard.index}"
+    is the SQL ``order``."""
+    return f"SELECT qid FROM {order} WHERE {_shard_of(shard.count)} = {shard.index}"
+
+
+def _shard_of(count: int) -> str:
+    """SQL of the shard of ``count`` that holds a subject of ``subject_order``'s columns: the
+    run of about equal golds in the snapshot's locality order where its golds start."""
+    return f"start * {count} // total"
 
 
 def indexed_shard_roots(

@@ -35,6 +35,7 @@ from chronoscope_dagster.chains.reach import (
     shard_count,
     source_facts,
     worker_count,
+    write_shard_scope,
     write_snapshot_index,
 )
 from chronoscope_dagster.chains.records import TURNS_SCHEMA, generate_families, merged_turns_sql
@@ -65,14 +66,20 @@ def root_row_count(warehouse: Warehouse, year: str) -> int:
 
 
 def warehouse_facts(
-    warehouse: Warehouse, year: str, shard: Shard | None = None, *, indexed: bool = False
+    warehouse: Warehouse,
+    year: str,
+    shard: Shard | None = None,
+    *,
+    indexed: bool = False,
+    scope: int | None = None,
 ) -> SnapshotFacts:
     """The index of one snapshot of a home for the chains rooted in ``shard`` (every subject
-    without one); ``indexed``: from the snapshot index ``write_chain_index`` wrote."""
+    without one); ``indexed``: from the snapshot index ``write_chain_index`` wrote, and from
+    the ``scope`` of one of its shards if given (``shard`` a part of it)."""
     sources = snapshot_sources(warehouse, year)
     return source_facts(
         year, sources, shard, config=warehouse.duckdb_settings(),
-        snapshot_index=chain_index_dir(warehouse, year) if indexed else None,
+        snapshot_index=chain_index_dir(warehouse, year) if indexed else None, scope=scope,
     )  # fmt: skip
 
 
@@ -84,14 +91,15 @@ def chain_index_dir(warehouse: Warehouse, year: str) -> Path:
     return warehouse.partition_dir(warehouse.shard_asset(CHAIN_INDEX), snapshot_year=year)
 
 
-def write_chain_index(warehouse: Warehouse, year: str) -> None:
-    """Write what every shard step of snapshot ``year`` reads of the whole snapshot
-    (``write_snapshot_index``), once, before the steps."""
+def write_chain_index(warehouse: Warehouse, year: str, shards: int = 1) -> None:
+    """Write what every shard step of snapshot ``year`` reads of the whole snapshot, and of
+    several ``shards`` each one's scope (``write_snapshot_index``), once, before the steps."""
     directory = chain_index_dir(warehouse, year)
     shutil.rmtree(directory, ignore_errors=True)
     write_snapshot_index(
-        snapshot_sources(warehouse, year), directory, config=warehouse.duckdb_settings()
-    )
+        snapshot_sources(warehouse, year), directory, shards=shards,
+        config=warehouse.duckdb_settings(),
+    )  # fmt: skip
 
 
 def drop_chain_index(warehouse: Warehouse, year: str) -> None:
@@ -182,7 +190,7 @@ def write_shard_families(
     write each one's turns and refusals as the part ``key`` of its family; return the rest."""
     left = {}
     outputs = generate_families(
-        partial(warehouse_facts, warehouse, year, indexed=True),
+        partial(warehouse_facts, warehouse, year, indexed=True, scope=_scope(shard)),
         families, language, seed, workers, shard,
     )  # fmt: skip
     for family, output in outputs:
@@ -196,6 +204,12 @@ def write_shard_families(
             len(output.chains), output.no_explicit_question, output.unnameable_subjects
         )
     return left
+
+
+def _scope(shard: Shard) -> int | None:
+    """Which scope of the snapshot index a step of ``shard`` reads (``write_chain_index``
+    writes none for one shard)."""
+    return shard.index if shard.count > 1 else None
 
 
 @dataclass(frozen=True)
@@ -304,13 +318,15 @@ def _differing_families(
         roots = indexed_root_count(index, config=settings)
         count = shard_count(roots, max_roots)
         shard = Shard(which % count, count)
+        if count > 1:
+            write_shard_scope(snapshot_sources(warehouse, year), index, shard, config=settings)
         cores = cores_for_a_step()
         rows = root_row_count(warehouse, year) // count if cores > 1 else 0
         workers, _ = step_workers(worker_count(rows, cores), "the determinism check")
         assets = {family: f"family_{family}" for family in FAMILIES}
         stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
         used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
-        facts = partial(warehouse_facts, warehouse, year, indexed=True)
+        facts = partial(warehouse_facts, warehouse, year, indexed=True, scope=_scope(shard))
         held = None if count == 1 else indexed_shard_roots(index, shard, config=settings)
         return shard, differing_families(facts, shard, held, stored, used, workers or 1)
     finally:
