@@ -6,7 +6,8 @@ HOME is a home built through `truth` and `present_day` (e.g. `chronoscope run --
 2025=DUMP --select 'key:truth or key:present_day or key:labels or key:lifespans'`). For each
 shard count, every shard runs in its own process, one after another, as a `chain_families`
 shard step does: it indexes what its chains reach (`chains.reach`) from the snapshot-wide
-tables written once before (`write_chain_index`, timed apart) and generates the 11 families.
+tables and its shard's scope written once before (`write_chain_index`, timed apart, once per
+shard count) and generates the 11 families.
 Prints per shard the load time, the total, the subjects and golds indexed, a digest of its
 families' tables and refusals (to compare two versions of the code) and the peak resident
 memory; then whether the merged families of every shard count are byte-identical
@@ -38,7 +39,10 @@ from chronoscope_dagster.warehouse import Warehouse
 
 home, year, index, count, out = sys.argv[1:6]
 started = time.perf_counter()
-facts = warehouse_facts(Warehouse(Path(home)), year, Shard(int(index), int(count)), indexed=True)
+scope = int(index) if int(count) > 1 else None
+facts = warehouse_facts(
+    Warehouse(Path(home)), year, Shard(int(index), int(count)), indexed=True, scope=scope
+)
 loaded = time.perf_counter() - started
 templates, chains, digest = load_templates("en"), 0, hashlib.sha256()
 for family in FAMILIES:
@@ -61,7 +65,7 @@ from chronoscope_dagster.storage.chains import write_chain_index
 from chronoscope_dagster.warehouse import Warehouse
 
 started = time.perf_counter()
-write_chain_index(Warehouse(Path(sys.argv[1])), sys.argv[2])
+write_chain_index(Warehouse(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
 print(json.dumps({"total_s": time.perf_counter() - started,
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
@@ -100,10 +104,14 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="run only the first N shards")
     args = parser.parse_args()
     digests = {}
-    built = run_json(INDEX, str(args.home), args.year)
-    print(f"snapshot index (once): {built['total_s']:.1f} s, peak {built['peak_mb']:,} MB")
     with tempfile.TemporaryDirectory(prefix="bench-reach-") as scratch:
         for count in args.shards:
+            built = run_json(INDEX, str(args.home), args.year, str(count))
+            print(
+                f"{count} shards: snapshot index and scopes {built['total_s']:.1f} s, "
+                f"peak {built['peak_mb']:,} MB",
+                flush=True,
+            )
             folder = Path(scratch) / str(count)
             folder.mkdir()
             rows = []

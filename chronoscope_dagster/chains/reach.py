@@ -10,10 +10,12 @@ hundred thousand, are written apart once and indexed a chunk of roots at a time
 (``ChunkedRelated``). DuckDB computes over the whole snapshot the few things that are not a
 subject's own: which labels two subjects share, when an entity first appears in a dated
 statement, and who holds a value (``HolderGroup``), once per snapshot
-(``write_snapshot_index``) for every shard step to join its roots against. An index so loaded
+(``write_snapshot_index``), and in the same pass each shard's scope: the rows of those tables
+and of the sources that its chains can reach, which its step reads instead of the whole
+snapshot's (each process of the step builds its part's index from it). An index so loaded
 decides every question its chains ask as the whole snapshot's would, so a shard's chains do
-not depend on the shard count, while its memory follows its roots and one chunk, not the
-snapshot.
+not depend on the shard count, while its time and memory follow its roots and one chunk, not
+the snapshot.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def root_rows_sql(truth: str) -> str:
 
 ROOT_ROWS_PER_WORKER = 50_000
 """A shard step starts a process per core only while each gets at least this many truth rows
-of roots: below, a process's start and its snapshot-wide selection cost more than it saves."""
+of roots: below, a process's start and its selection cost more than it saves."""
 
 
 def worker_count(rows: int, cores: int) -> int:
