@@ -52,7 +52,7 @@ SNAPSHOT_TABLES = ("gold_rows", "undecided_rows", "subject_names", "relation_row
                    "holder_groups", "first_seen", "subject_order", "unnameable")  # fmt: skip
 SCOPES = "scopes"
 """The directory of a snapshot index (``write_snapshot_index``) that holds each shard's
-scope: the rows of the ``SCOPE_TABLES`` its steps can reach, keyed by shard."""
+scope: the rows of the ``SCOPE_TABLES`` its steps can reach, a directory per shard."""
 SCOPE_TABLES = {"gold_rows": "scope_gold", "undecided_rows": "scope_undecided",
                 "subject_names": "scope_shared", "relation_rows": "scope_relation_rows",
                 "holder_groups": "scope_holder_groups", "first_seen": "scope_first_seen",
@@ -65,6 +65,10 @@ only, ``unnameable`` is one count of the whole snapshot)."""
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 ROOTS_PER_PART = 100
+GOLDS_PER_SCOPE_PASS = 500_000
+"""About how many golds of roots (decidable truth rows) the shards of one pass of
+``_write_scopes`` hold: the 50k linked dump's 598,594 in one pass peaked within a 300MB DuckDB
+limit, the 400k dump's 5.05M did not."""
 GOLDS_PER_CHUNK = 80_000
 """About how many truth rows of related subjects (``cross_entity_then``) a shard's index holds
 at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
@@ -118,11 +122,7 @@ def source_facts(
     if snapshot_index is not None:
         tables = {name: _parquet(snapshot_index / f"{name}.parquet") for name in SNAPSHOT_TABLES}
         if scope is not None:
-            scoped = {
-                name: f"(SELECT * EXCLUDE (shard) FROM "
-                f"{_parquet(snapshot_index / SCOPES / f'{name}.parquet')} WHERE shard = {scope})"
-                for name in SCOPE_TABLES
-            }
+            scoped = scope_relations(snapshot_index, scope)
             tables.update(scoped)
             sources = {name: scoped.get(name, source) for name, source in sources.items()}
     with _source_views(sources, config) as connection:
@@ -158,8 +158,8 @@ def write_snapshot_index(
         for name in SNAPSHOT_TABLES:
             path = sql_string(str(directory / f"{name}.parquet"))
             connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
-        if shards > 1:
-            _write_scopes(connection, directory / SCOPES, shards)
+    if shards > 1:
+        _write_scopes(sources, directory, shards, config=config)
 
 
 def write_shard_scope(
@@ -171,26 +171,61 @@ def write_shard_scope(
 ) -> None:
     """The scope of one ``shard`` (``_write_scopes``) added to a snapshot index written
     without it."""
-    with _source_views(sources, config) as connection:
-        for name in SNAPSHOT_TABLES:
-            connection.execute(
-                f"CREATE VIEW {name} AS SELECT * FROM {_parquet(snapshot_index / f'{name}.parquet')}"
-            )
-        _write_scopes(connection, snapshot_index / SCOPES, shard.count, only=shard.index)
+    _write_scopes(sources, snapshot_index, shard.count, only=shard.index, config=config)
 
 
 def _write_scopes(
-    connection: duckdb.DuckDBPyConnection, directory: Path, count: int, only: int | None = None
+    sources: Mapping[str, str],
+    snapshot_index: Path,
+    count: int,
+    *,
+    only: int | None = None,
+    config: Mapping[str, str | int] | None = None,
 ) -> None:
     """Per shard of ``count`` (only the ``only``-th if given), every row its chains can reach
-    of the ``SCOPE_TABLES``, in one pass over the snapshot: what the index of its roots holds,
-    and of its related subjects, the rows of its roots' relations and holder blocks, and its
-    subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it, so an
-    index built from the scope is the one built from the snapshot. A Parquet file per table,
-    in shard order, of which a step reads the row groups of its shard."""
-    which = f"WHERE {_shard_of(count)} = {only}" if only is not None else ""
-    connection.execute(f"""CREATE OR REPLACE TEMP TABLE roots AS
-        SELECT qid, {_shard_of(count)} AS part FROM subject_order {which}""")
+    of the ``SCOPE_TABLES``, from the snapshot index's files: what the index of its roots
+    holds, and of its related subjects, the rows of its roots' relations and holder blocks,
+    and its subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it,
+    so an index built from the scope is the one built from the snapshot. Consecutive shards
+    of about ``GOLDS_PER_SCOPE_PASS`` golds share a pass over the snapshot, keyed by shard,
+    so a pass's memory follows that count and the snapshot is read once per pass, not once
+    per shard; Parquet files per table and shard (``scope_relations``)."""
+    shards = [only] if only is not None else list(range(count))
+    with duckdb.connect(":memory:", config=dict(config or {})) as connection:
+        [(total,)] = connection.execute(
+            f"SELECT any_value(total) FROM {_parquet(snapshot_index / 'subject_order.parquet')}"
+        ).fetchall()
+    per_pass = max(1, GOLDS_PER_SCOPE_PASS * count // max(total or 1, 1))
+    for first in range(0, len(shards), per_pass):
+        passed = shards[first : first + per_pass]
+        with _source_views(sources, config) as connection:
+            connection.execute("SET preserve_insertion_order = false")
+            for name in SNAPSHOT_TABLES:
+                relation = _parquet(snapshot_index / f"{name}.parquet")
+                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {relation}")
+            _create_scopes(connection, count, passed)
+            for name, table in SCOPE_TABLES.items():
+                directory = snapshot_index / SCOPES / name
+                directory.mkdir(parents=True, exist_ok=True)
+                connection.execute(
+                    f"""COPY {table} TO {sql_string(str(directory))} (FORMAT parquet,
+                        PARTITION_BY (part), OVERWRITE_OR_IGNORE, COMPRESSION zstd)"""
+                )
+                for shard in passed:
+                    if not (empty := directory / f"part={shard}").exists():
+                        empty.mkdir()
+                        path = sql_string(str(empty / "data_0.parquet"))
+                        connection.execute(
+                            f"""COPY (SELECT * EXCLUDE (part) FROM {table} WHERE false)
+                                TO {path} (FORMAT parquet)"""
+                        )
+
+
+def _create_scopes(connection: duckdb.DuckDBPyConnection, count: int, shards: list[int]) -> None:
+    """The ``SCOPE_TABLES``' tables of the ``shards`` of ``count``, keyed by shard (``part``)."""
+    connection.execute(f"""CREATE TEMP TABLE roots AS
+        SELECT qid, {_shard_of(count)} AS part FROM subject_order
+        WHERE {_shard_of(count)} BETWEEN {shards[0]} AND {shards[-1]}""")
     _create_needed_holders(connection)
     _create_core(connection, key="part")
     _index_scope(
@@ -210,13 +245,15 @@ def _write_scopes(
         FROM needed_holders""")
     connection.execute("""CREATE TEMP TABLE scope_subject_order AS
         SELECT r.part, o.* FROM subject_order o JOIN roots r USING (qid)""")
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, table in SCOPE_TABLES.items():
-        path = sql_string(str(directory / f"{name}.parquet"))
-        connection.execute(
-            f"""COPY (SELECT part AS shard, * EXCLUDE (part) FROM {table} ORDER BY part)
-                TO {path} (FORMAT parquet, COMPRESSION zstd)"""
-        )
+
+
+def scope_relations(snapshot_index: Path, shard: int) -> dict[str, str]:
+    """SQL of each of the ``SCOPE_TABLES`` of one shard's scope in a snapshot index."""
+    return {
+        name: f"read_parquet({sql_string(f'{snapshot_index / SCOPES / name}/part={shard}/*.parquet')}"
+        ", hive_partitioning = false)"
+        for name in SCOPE_TABLES
+    }
 
 
 def indexed_root_count(

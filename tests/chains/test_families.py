@@ -202,21 +202,16 @@ def test_a_shard_from_the_written_snapshot_index_is_the_shard_computed_in_place(
 
 
 def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot(
-    sample_truth_home, tmp_path
+    sample_truth_home, tmp_path, monkeypatch
 ):
     """A step of several processes reads its shard's scope (``write_snapshot_index`` with
-    ``shards``, or ``write_shard_scope`` for one shard), not the snapshot: each part of the
-    shard indexes what it would from the whole snapshot, so its chains and refusals are the
-    same, and the scope holds a fraction of the snapshot's rows."""
+    ``shards``, a pass per shard here, or ``write_shard_scope`` for one shard), not the
+    snapshot: each part of the shard indexes what it would from the whole snapshot, so its
+    chains and refusals are the same, and a scope holds a fraction of the snapshot's rows."""
     import duckdb
 
+    from chronoscope_dagster.chains import reach
     from chronoscope_dagster.chains.facts import Shard
-    from chronoscope_dagster.chains.reach import (
-        SCOPES,
-        source_facts,
-        write_shard_scope,
-        write_snapshot_index,
-    )
     from chronoscope_dagster.chains.records import generate_family
     from chronoscope_dagster.storage.chains import snapshot_sources
     from chronoscope_dagster.warehouse import Warehouse
@@ -224,13 +219,15 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
     sources = snapshot_sources(Warehouse(sample_truth_home), "2025")
     templates = default_templates()
     all_scopes, one_scope = tmp_path / "all", tmp_path / "one"
-    write_snapshot_index(sources, all_scopes, shards=3)
-    write_snapshot_index(sources, one_scope)
-    write_shard_scope(sources, one_scope, Shard(1, 3))
+    with monkeypatch.context() as patched:
+        patched.setattr(reach, "GOLDS_PER_SCOPE_PASS", 1)
+        reach.write_snapshot_index(sources, all_scopes, shards=3)
+    reach.write_snapshot_index(sources, one_scope)
+    reach.write_shard_scope(sources, one_scope, Shard(1, 3))
     for index, scope in ((all_scopes, 0), (all_scopes, 2), (one_scope, 1)):
         for part in Shard(scope, 3).split(2):
-            expected = source_facts("2025", sources, part)
-            found = source_facts("2025", sources, part, snapshot_index=index, scope=scope)
+            expected = reach.source_facts("2025", sources, part)
+            found = reach.source_facts("2025", sources, part, snapshot_index=index, scope=scope)
             assert found.wide.roots == expected.wide.roots and found.wide.roots
             assert found.wide.unnameable_subjects == expected.wide.unnameable_subjects
             for family in FAMILIES:
@@ -238,13 +235,14 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
                 assert generate_family(found, family, templates, 5).table.equals(generated.table), (
                     family
                 )
-    gold = f"read_parquet('{all_scopes / SCOPES / 'gold_rows.parquet'}')"
-    [(shards, largest, total)] = duckdb.sql(
-        f"""SELECT count(DISTINCT shard), max(rows), (SELECT count(*) FROM
-                read_parquet('{all_scopes / "gold_rows.parquet"}'))
-            FROM (SELECT shard, count(*) AS rows FROM {gold} GROUP BY shard)"""
+    [(snapshot,)] = duckdb.sql(
+        f"SELECT count(*) FROM read_parquet('{all_scopes / 'gold_rows.parquet'}')"
     ).fetchall()
-    assert shards == 3 and largest < total, (largest, total)
+    for shard in range(3):
+        [(rows,)] = duckdb.sql(
+            f"SELECT count(*) FROM {reach.scope_relations(all_scopes, shard)['gold_rows']}"
+        ).fetchall()
+        assert 0 < rows < snapshot, (shard, rows, snapshot)
 
 
 def test_the_chains_do_not_depend_on_how_the_roots_are_chunked(sample_truth_home, monkeypatch):
