@@ -162,27 +162,14 @@ def write_snapshot_index(
         _write_scopes(sources, directory, shards, config=config)
 
 
-def write_shard_scope(
-    sources: Mapping[str, str],
-    snapshot_index: Path,
-    shard: Shard,
-    *,
-    config: Mapping[str, str | int] | None = None,
-) -> None:
-    """The scope of one ``shard`` (``_write_scopes``) added to a snapshot index written
-    without it."""
-    _write_scopes(sources, snapshot_index, shard.count, only=shard.index, config=config)
-
-
 def _write_scopes(
     sources: Mapping[str, str],
     snapshot_index: Path,
     count: int,
     *,
-    only: int | None = None,
     config: Mapping[str, str | int] | None = None,
 ) -> None:
-    """Per shard of ``count`` (only the ``only``-th if given), every row its chains can reach
+    """Per shard of ``count``, every row its chains can reach
     of the ``SCOPE_TABLES``, from the snapshot index's files: what the index of its roots
     holds, and of its related subjects, the rows of its roots' relations and holder blocks,
     and its subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it,
@@ -190,7 +177,7 @@ def _write_scopes(
     of about ``GOLDS_PER_SCOPE_PASS`` golds share a pass over the snapshot, keyed by shard,
     so a pass's memory follows that count and the snapshot is read once per pass, not once
     per shard; Parquet files per table and shard (``scope_relations``)."""
-    shards = [only] if only is not None else list(range(count))
+    shards = list(range(count))
     with duckdb.connect(":memory:", config=dict(config or {})) as connection:
         [(total,)] = connection.execute(
             f"SELECT any_value(total) FROM {_parquet(snapshot_index / 'subject_order.parquet')}"

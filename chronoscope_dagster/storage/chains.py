@@ -35,7 +35,6 @@ from chronoscope_dagster.chains.reach import (
     shard_count,
     source_facts,
     worker_count,
-    write_shard_scope,
     write_snapshot_index,
 )
 from chronoscope_dagster.chains.records import TURNS_SCHEMA, generate_families, merged_turns_sql
@@ -299,9 +298,11 @@ def differing_by_year(
 ) -> dict[str, tuple[Shard, list[str]]]:
     """Per snapshot of ``years``, the shard regenerated (one, ``which``, of as many shards as
     hold about ``max_roots`` roots each) and the families whose stored chains
-    rooted in it differ from those generated again (``differing_families``), as a shard step
-    generates them: from the snapshot index, over as many processes as such a step would use;
-    each snapshot in a process of its own (``in_own_process``)."""
+    rooted in it differ from those generated again (``differing_families``) over as many
+    processes as a shard step would use, each snapshot in a process of its own
+    (``in_own_process``). Each process selects its part from the whole snapshot index, not
+    from a shard's scope as the step did (``write_chain_index``), so a scope that missed a
+    row the chains need shows as a difference, as a nondeterministic generation does."""
     return {
         year: in_own_process(partial(_differing_families, warehouse, max_roots, which, year))
         for year in years
@@ -318,15 +319,13 @@ def _differing_families(
         roots = indexed_root_count(index, config=settings)
         count = shard_count(roots, max_roots)
         shard = Shard(which % count, count)
-        if count > 1:
-            write_shard_scope(snapshot_sources(warehouse, year), index, shard, config=settings)
         cores = cores_for_a_step()
         rows = root_row_count(warehouse, year) // count if cores > 1 else 0
         workers, _ = step_workers(worker_count(rows, cores), "the determinism check")
         assets = {family: f"family_{family}" for family in FAMILIES}
         stored = {f: warehouse.data_path(asset, snapshot_year=year) for f, asset in assets.items()}
         used = {f: warehouse.read_report(asset, snapshot_year=year) for f, asset in assets.items()}
-        facts = partial(warehouse_facts, warehouse, year, indexed=True, scope=_scope(shard))
+        facts = partial(warehouse_facts, warehouse, year, indexed=True)
         held = None if count == 1 else indexed_shard_roots(index, shard, config=settings)
         return shard, differing_families(facts, shard, held, stored, used, workers or 1)
     finally:

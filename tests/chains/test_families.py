@@ -205,9 +205,9 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
     sample_truth_home, tmp_path, monkeypatch
 ):
     """A step of several processes reads its shard's scope (``write_snapshot_index`` with
-    ``shards``, a pass per shard here, or ``write_shard_scope`` for one shard), not the
-    snapshot: each part of the shard indexes what it would from the whole snapshot, so its
-    chains and refusals are the same, and a scope holds a fraction of the snapshot's rows."""
+    ``shards``, in one pass, or a pass per shard), not the snapshot: each part of the shard
+    indexes what it would from the whole snapshot, so its chains and refusals are the same,
+    and a scope holds a fraction of the snapshot's rows."""
     import duckdb
 
     from chronoscope_dagster.chains import reach
@@ -218,13 +218,12 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
 
     sources = snapshot_sources(Warehouse(sample_truth_home), "2025")
     templates = default_templates()
-    all_scopes, one_scope = tmp_path / "all", tmp_path / "one"
+    one_pass, all_scopes = tmp_path / "one", tmp_path / "all"
+    reach.write_snapshot_index(sources, one_pass, shards=3)
     with monkeypatch.context() as patched:
         patched.setattr(reach, "GOLDS_PER_SCOPE_PASS", 1)
         reach.write_snapshot_index(sources, all_scopes, shards=3)
-    reach.write_snapshot_index(sources, one_scope)
-    reach.write_shard_scope(sources, one_scope, Shard(1, 3))
-    for index, scope in ((all_scopes, 0), (all_scopes, 2), (one_scope, 1)):
+    for index, scope in ((all_scopes, 0), (all_scopes, 2), (one_pass, 1)):
         for part in Shard(scope, 3).split(2):
             expected = reach.source_facts("2025", sources, part)
             found = reach.source_facts("2025", sources, part, snapshot_index=index, scope=scope)
