@@ -169,22 +169,20 @@ def _write_scopes(
     *,
     config: Mapping[str, str | int] | None = None,
 ) -> None:
-    """Per shard of ``count``, every row its chains can reach
-    of the ``SCOPE_TABLES``, from the snapshot index's files: what the index of its roots
-    holds, and of its related subjects, the rows of its roots' relations and holder blocks,
-    and its subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it,
+    """Per shard of ``count``, every row its chains can reach of the ``SCOPE_TABLES``, from
+    the snapshot index's files: what the index of its roots holds, and of its related
+    subjects, the rows of its roots' relations and holder blocks, and its subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it,
     so an index built from the scope is the one built from the snapshot. Consecutive shards
     of about ``GOLDS_PER_SCOPE_PASS`` golds share a pass over the snapshot, keyed by shard,
     so a pass's memory follows that count and the snapshot is read once per pass, not once
     per shard; Parquet files per table and shard (``scope_relations``)."""
-    shards = list(range(count))
     with duckdb.connect(":memory:", config=dict(config or {})) as connection:
         [(total,)] = connection.execute(
             f"SELECT any_value(total) FROM {_parquet(snapshot_index / 'subject_order.parquet')}"
         ).fetchall()
     per_pass = max(1, GOLDS_PER_SCOPE_PASS * count // max(total or 1, 1))
-    for first in range(0, len(shards), per_pass):
-        passed = shards[first : first + per_pass]
+    for first in range(0, count, per_pass):
+        passed = range(first, min(first + per_pass, count))
         with _source_views(sources, config) as connection:
             connection.execute("SET preserve_insertion_order = false")
             for name in SNAPSHOT_TABLES:
@@ -208,7 +206,7 @@ def _write_scopes(
                         )
 
 
-def _create_scopes(connection: duckdb.DuckDBPyConnection, count: int, shards: list[int]) -> None:
+def _create_scopes(connection: duckdb.DuckDBPyConnection, count: int, shards: range) -> None:
     """The ``SCOPE_TABLES``' tables of the ``shards`` of ``count``, keyed by shard (``part``)."""
     connection.execute(f"""CREATE TEMP TABLE roots AS
         SELECT qid, {_shard_of(count)} AS part FROM subject_order
