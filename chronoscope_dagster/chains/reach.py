@@ -120,7 +120,7 @@ def source_facts(
     scope's rows only."""
     pids = default_catalog().chain_pids
     if snapshot_index is not None:
-        tables = {name: _parquet(snapshot_index / f"{name}.parquet") for name in SNAPSHOT_TABLES}
+        tables = _index_relations(snapshot_index)
         if scope is not None:
             scoped = scope_relations(snapshot_index, scope)
             tables.update(scoped)
@@ -129,14 +129,23 @@ def source_facts(
         if snapshot_index is None:
             _create_snapshot_tables(connection, pids)
         else:
-            for name in SNAPSHOT_TABLES:
-                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {tables[name]}")
+            _create_views(connection, tables)
         reached = _reach(connection, shard or Shard(0, 1), pids, int(year), config)
     return SnapshotFacts(int(year), **reached)
 
 
 def _parquet(path: Path) -> str:
     return f"read_parquet({sql_string(str(path))})"
+
+
+def _index_relations(snapshot_index: Path) -> dict[str, str]:
+    """SQL reading each of the ``SNAPSHOT_TABLES`` of a snapshot index, by name."""
+    return {name: _parquet(snapshot_index / f"{name}.parquet") for name in SNAPSHOT_TABLES}
+
+
+def _create_views(connection: duckdb.DuckDBPyConnection, relations: Mapping[str, str]) -> None:
+    for name, relation in relations.items():
+        connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {relation}")
 
 
 def write_snapshot_index(
@@ -185,9 +194,7 @@ def _write_scopes(
         passed = range(first, min(first + per_pass, count))
         with _source_views(sources, config) as connection:
             connection.execute("SET preserve_insertion_order = false")
-            for name in SNAPSHOT_TABLES:
-                relation = _parquet(snapshot_index / f"{name}.parquet")
-                connection.execute(f"CREATE VIEW {name} AS SELECT * FROM {relation}")
+            _create_views(connection, _index_relations(snapshot_index))
             _create_scopes(connection, count, passed)
             for name, table in SCOPE_TABLES.items():
                 directory = snapshot_index / SCOPES / name
