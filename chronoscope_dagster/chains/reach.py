@@ -65,10 +65,10 @@ only, ``unnameable`` is one count of the whole snapshot)."""
 HOP_PIDS = tuple(sorted({pid for targets in BRIDGES.values() for pid in targets}))
 LIFESPAN_COLUMNS = ("qid", "bound", "date", "precision")
 ROOTS_PER_PART = 100
-GOLDS_PER_SCOPE_PASS = 500_000
+SCOPE_PASS_GOLDS_PER_MB = 1_667
 """About how many golds of roots (decidable truth rows) the shards of one pass of
-``_write_scopes`` hold: the 50k linked dump's 598,594 in one pass peaked within a 300MB DuckDB
-limit, the 400k dump's 5.05M did not."""
+``_write_scopes`` hold per MB of DuckDB's memory limit (500,000 per 300MB): the 50k linked
+dump's 598,594 in one pass peaked within a 300MB limit, the 400k dump's 5.05M did not."""
 GOLDS_PER_CHUNK = 80_000
 """About how many truth rows of related subjects (``cross_entity_then``) a shard's index holds
 at a time: consecutive parts of ``ROOTS_PER_PART`` roots make a chunk up to this many (each
@@ -180,16 +180,19 @@ def _write_scopes(
 ) -> None:
     """Per shard of ``count``, every row its chains can reach of the ``SCOPE_TABLES``, from
     the snapshot index's files: what the index of its roots holds, and of its related
-    subjects, the rows of its roots' relations and holder blocks, and its subjects' order. Each part of the shard (``Shard.split``) reaches a subset of it,
-    so an index built from the scope is the one built from the snapshot. Consecutive shards
-    of about ``GOLDS_PER_SCOPE_PASS`` golds share a pass over the snapshot, keyed by shard,
-    so a pass's memory follows that count and the snapshot is read once per pass, not once
-    per shard; Parquet files per table and shard (``scope_relations``)."""
+    subjects, the rows of its roots' relations and holder blocks, and its subjects' order.
+    Each part of the shard (``Shard.split``) reaches a subset of it, so an index built from
+    the scope is the one built from the snapshot. Consecutive shards of about
+    ``SCOPE_PASS_GOLDS_PER_MB`` golds per MB of DuckDB's memory limit share a pass over the
+    snapshot, keyed by shard, so a pass fits the limit and the snapshot is read once per pass,
+    not once per shard; Parquet files per table and shard (``scope_relations``)."""
     with duckdb.connect(":memory:", config=dict(config or {})) as connection:
-        [(total,)] = connection.execute(
-            f"SELECT any_value(total) FROM {_parquet(snapshot_index / 'subject_order.parquet')}"
+        [(total, limit)] = connection.execute(
+            f"""SELECT any_value(total), parse_formatted_bytes(current_setting('memory_limit'))
+                FROM {_parquet(snapshot_index / "subject_order.parquet")}"""
         ).fetchall()
-    per_pass = max(1, GOLDS_PER_SCOPE_PASS * count // max(total or 1, 1))
+    golds_per_pass = SCOPE_PASS_GOLDS_PER_MB * limit // 1_000_000
+    per_pass = max(1, golds_per_pass * count // max(total or 1, 1))
     for first in range(0, count, per_pass):
         passed = range(first, min(first + per_pass, count))
         with _source_views(sources, config) as connection:

@@ -221,7 +221,7 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
     one_pass, all_scopes = tmp_path / "one", tmp_path / "all"
     reach.write_snapshot_index(sources, one_pass, shards=3)
     with monkeypatch.context() as patched:
-        patched.setattr(reach, "GOLDS_PER_SCOPE_PASS", 1)
+        patched.setattr(reach, "SCOPE_PASS_GOLDS_PER_MB", 0)
         reach.write_snapshot_index(sources, all_scopes, shards=3)
     for index, scope in ((all_scopes, 0), (all_scopes, 2), (one_pass, 1)):
         for part in Shard(scope, 3).split(2):
