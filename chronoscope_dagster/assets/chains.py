@@ -118,12 +118,18 @@ def plan_chain_shards(
             f"{count} shard{'s' if count > 1 else ''}"
         )
     started = time.perf_counter()
-    _, peak_mb = in_own_process(
+    passes, peak_mb = in_own_process(
         partial(measured, partial(write_chain_index, warehouse, context.partition_key, count))
+    )
+    scopes = (
+        f" (the shards' scopes in {len(passes)} pass{'es' if len(passes) > 1 else ''} of up "
+        f"to {max(map(len, passes))} shards, as DuckDB's memory limit allows)"
+        if passes
+        else ""
     )
     context.log.info(
         f"snapshot index for the shards in {time.perf_counter() - started:.1f} s, "
-        f"peak RSS {peak_mb:,} MB"
+        f"peak RSS {peak_mb:,} MB{scopes}"
     )
     return [families] * count
 

@@ -154,21 +154,21 @@ def write_snapshot_index(
     *,
     shards: int = 1,
     config: Mapping[str, str | int] | None = None,
-) -> None:
+) -> list[range]:
     """Compute once what every shard of a snapshot reads of the whole snapshot
     (``SNAPSHOT_TABLES``: the decidable truth rows, the subjects' names, the holder groups,
     first appearances) into Parquet files of ``directory``, so a shard step only joins its
     roots against them; with several ``shards``, each one's scope too (``_write_scopes``), so
     a step reads its shard's rows rather than the snapshot's: its time and memory then
-    follow the shard, not the snapshot."""
+    follow the shard, not the snapshot. Returns the shards of each scope pass (none for one
+    shard)."""
     directory.mkdir(parents=True, exist_ok=True)
     with _source_views(sources, config) as connection:
         _create_snapshot_tables(connection, default_catalog().chain_pids)
         for name in SNAPSHOT_TABLES:
             path = sql_string(str(directory / f"{name}.parquet"))
             connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
-    if shards > 1:
-        _write_scopes(sources, directory, shards, config=config)
+    return _write_scopes(sources, directory, shards, config=config) if shards > 1 else []
 
 
 def _write_scopes(
@@ -177,7 +177,7 @@ def _write_scopes(
     count: int,
     *,
     config: Mapping[str, str | int] | None = None,
-) -> None:
+) -> list[range]:
     """Per shard of ``count``, every row its chains can reach of the ``SCOPE_TABLES``, from
     the snapshot index's files: what the index of its roots holds, and of its related
     subjects, the rows of its roots' relations and holder blocks, and its subjects' order.
@@ -185,7 +185,8 @@ def _write_scopes(
     the scope is the one built from the snapshot. Consecutive shards of about
     ``SCOPE_PASS_GOLDS_PER_MB`` golds per MB of DuckDB's memory limit share a pass over the
     snapshot, keyed by shard, so a pass fits the limit and the snapshot is read once per pass,
-    not once per shard; Parquet files per table and shard (``scope_relations``)."""
+    not once per shard; Parquet files per table and shard (``scope_relations``). Returns the
+    shards of each pass."""
     with duckdb.connect(":memory:", config=dict(config or {})) as connection:
         [(total, limit)] = connection.execute(
             f"""SELECT any_value(total), parse_formatted_bytes(current_setting('memory_limit'))
@@ -193,8 +194,8 @@ def _write_scopes(
         ).fetchall()
     golds_per_pass = SCOPE_PASS_GOLDS_PER_MB * limit // 1_000_000
     per_pass = max(1, golds_per_pass * count // max(total or 1, 1))
-    for first in range(0, count, per_pass):
-        passed = range(first, min(first + per_pass, count))
+    passes = [range(first, min(first + per_pass, count)) for first in range(0, count, per_pass)]
+    for passed in passes:
         with _source_views(sources, config) as connection:
             connection.execute("SET preserve_insertion_order = false")
             _create_views(connection, _index_relations(snapshot_index))
@@ -214,6 +215,7 @@ def _write_scopes(
                             f"""COPY (SELECT * EXCLUDE (part) FROM {table} WHERE false)
                                 TO {path} (FORMAT parquet)"""
                         )
+    return passes
 
 
 def _create_scopes(connection: duckdb.DuckDBPyConnection, count: int, shards: range) -> None:

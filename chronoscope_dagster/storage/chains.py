@@ -90,12 +90,13 @@ def chain_index_dir(warehouse: Warehouse, year: str) -> Path:
     return warehouse.partition_dir(warehouse.shard_asset(CHAIN_INDEX), snapshot_year=year)
 
 
-def write_chain_index(warehouse: Warehouse, year: str, shards: int = 1) -> None:
+def write_chain_index(warehouse: Warehouse, year: str, shards: int = 1) -> list[range]:
     """Write what every shard step of snapshot ``year`` reads of the whole snapshot, and of
-    several ``shards`` each one's scope (``write_snapshot_index``), once, before the steps."""
+    several ``shards`` each one's scope (``write_snapshot_index``), once, before the steps;
+    the shards of each scope pass."""
     directory = chain_index_dir(warehouse, year)
     shutil.rmtree(directory, ignore_errors=True)
-    write_snapshot_index(
+    return write_snapshot_index(
         snapshot_sources(warehouse, year), directory, shards=shards,
         config=warehouse.duckdb_settings(),
     )  # fmt: skip

@@ -219,10 +219,11 @@ def test_a_part_of_a_shard_from_its_scope_is_the_part_computed_from_the_snapshot
     sources = snapshot_sources(Warehouse(sample_truth_home), "2025")
     templates = default_templates()
     one_pass, all_scopes = tmp_path / "one", tmp_path / "all"
-    reach.write_snapshot_index(sources, one_pass, shards=3)
+    assert reach.write_snapshot_index(sources, one_pass, shards=3) == [range(3)]
     with monkeypatch.context() as patched:
         patched.setattr(reach, "SCOPE_PASS_GOLDS_PER_MB", 0)
-        reach.write_snapshot_index(sources, all_scopes, shards=3)
+        passes = reach.write_snapshot_index(sources, all_scopes, shards=3)
+    assert passes == [range(0, 1), range(1, 2), range(2, 3)]
     for index, scope in ((all_scopes, 0), (all_scopes, 2), (one_pass, 1)):
         for part in Shard(scope, 3).split(2):
             expected = reach.source_facts("2025", sources, part)
