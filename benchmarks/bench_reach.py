@@ -65,8 +65,8 @@ from chronoscope_dagster.storage.chains import write_chain_index
 from chronoscope_dagster.warehouse import Warehouse
 
 started = time.perf_counter()
-write_chain_index(Warehouse(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
-print(json.dumps({"total_s": time.perf_counter() - started,
+passes = write_chain_index(Warehouse(Path(sys.argv[1])), sys.argv[2], int(sys.argv[3]))
+print(json.dumps({"total_s": time.perf_counter() - started, "passes": len(passes),
                   "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
 """
 
@@ -108,7 +108,8 @@ def main() -> None:
         for count in args.shards:
             built = run_json(INDEX, str(args.home), args.year, str(count))
             print(
-                f"{count} shards: snapshot index and scopes {built['total_s']:.1f} s, "
+                f"{count} shards: snapshot index and scopes ({built['passes']} passes) "
+                f"{built['total_s']:.1f} s, "
                 f"peak {built['peak_mb']:,} MB",
                 flush=True,
             )
