@@ -103,6 +103,12 @@ def shard_count(rows: int, rows_per_shard: int, at_least: int = 1) -> int:
     return max(at_least, -(-rows // rows_per_shard))
 
 
+def scoped(count: int) -> bool:
+    """Whether the steps of ``count`` shards each read their shard's scope of the snapshot
+    index (``write_snapshot_index``), and their roots only: the only shard reads it whole."""
+    return count > 1
+
+
 def source_facts(
     year: str,
     sources: Mapping[str, str],
@@ -168,7 +174,7 @@ def write_snapshot_index(
         for name in SNAPSHOT_TABLES:
             path = sql_string(str(directory / f"{name}.parquet"))
             connection.execute(f"COPY {name} TO {path} (FORMAT parquet, COMPRESSION zstd)")
-    return _write_scopes(sources, directory, shards, config=config) if shards > 1 else []
+    return _write_scopes(sources, directory, shards, config=config) if scoped(shards) else []
 
 
 def _write_scopes(
@@ -336,7 +342,7 @@ def _reach(
     )
     index = _fetch_index(connection, pids)
     wide = SnapshotWide(
-        roots=roots if shard.count > 1 else None,
+        roots=roots if scoped(shard.count) else None,
         shared_label_subjects=index.pop("shared"),
         unnameable_subjects=unnameable,
         first_seen=index.pop("first_seen"),

@@ -32,6 +32,7 @@ from chronoscope_dagster.chains.reach import (
     indexed_root_count,
     indexed_shard_roots,
     root_rows_sql,
+    scoped,
     shard_count,
     source_facts,
     worker_count,
@@ -207,9 +208,8 @@ def write_shard_families(
 
 
 def _scope(shard: Shard) -> int | None:
-    """Which scope of the snapshot index a step of ``shard`` reads (``write_chain_index``
-    writes none for one shard)."""
-    return shard.index if shard.count > 1 else None
+    """Which scope of the snapshot index a step of ``shard`` reads, if any."""
+    return shard.index if scoped(shard.count) else None
 
 
 @dataclass(frozen=True)
