@@ -114,9 +114,12 @@ class Warehouse:
         return self.partition_dir(asset, **keys) / DATA_FILE
 
     def has(self, asset: str, **keys: str) -> bool:
-        """Whether the partition was written (its data or, for file-less assets, its report)."""
+        """Whether the partition was written: a file of its own (its data, its report, or an
+        export's files), not a writer's hidden temporary."""
         directory = self.partition_dir(asset, **keys)
-        return (directory / DATA_FILE).exists() or (directory / REPORT_FILE).exists()
+        return directory.is_dir() and any(
+            path.is_file() and not path.name.startswith(".") for path in directory.iterdir()
+        )
 
     def data_version(self, asset: str, **keys: str) -> str:
         """A hash of what a partition holds: its files by relative path, but its report (which

@@ -12,9 +12,14 @@ SHARED = Path(os.environ.get("CHRONOSCOPE_SHARED", Path(__file__).resolve().pare
 REAL_DATA = SHARED / "wikidata-real"
 TEST_MODELS = Path(__file__).parent / "data" / "models.yaml"
 REFERENCE_MODELS = Path(__file__).parent / "data" / "references.yaml"
-SAMPLE_SETTINGS = {"per_stratum": 4, "probe_items_per_type": 1, "paraphrase_chains": 4}
-SAMPLE_OP_CONFIG = {"paraphrased_subset": {"retries": 1}}
+SAMPLE_SETTINGS = {
+    "per_stratum": 4,
+    "self_per_stratum": 2,
+    "probe_items_per_type": 1,
+    "paraphrase_chains": 4,
+}
 """The test session's small evaluation sample, probe and paraphrased subset."""
+SAMPLE_HOME_ENV = "CHRONOSCOPE_TEST_SAMPLE_HOME"
 TEST_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 MODEL_THREADS = max(1, min(2, len(os.sched_getaffinity(0)) // TEST_WORKERS))
 """Threads of the embedded model where a test runs the pipeline: the cores left to each of
@@ -104,15 +109,19 @@ def sample_home(tmp_path_factory, worker_id) -> tuple[Path, list[SampleRun]]:
     short answers and the reference systems as models), and its runs. Built once per test
     session: the first xdist worker to ask builds it in the session's shared temporary
     directory, under a file lock, and the others wait for it and read it (tests copy it before
-    they change it)."""
+    they change it). ``$CHRONOSCOPE_TEST_SAMPLE_HOME`` names an empty directory to build it in
+    instead, which outlives the session: CI's pipeline and check stages go on with it."""
     from filelock import FileLock
 
     shared = tmp_path_factory.getbasetemp()
     if worker_id != "master":
         shared = shared.parent
-    home, runs = shared / "sample-home", shared / "sample-home-runs.json"
+    home = Path(os.environ.get(SAMPLE_HOME_ENV) or shared / "sample-home")
+    runs = shared / "sample-home-runs.json"
     with FileLock(shared / "sample-home.lock"):
         if not runs.exists():
+            if home.exists() and any(home.iterdir()):
+                pytest.fail(f"${SAMPLE_HOME_ENV}: {home} is not empty; the tests build the home")
             try:
                 built = [asdict(SampleRun.of(result)) for result in _build_sample_home(home)]
             except BaseException:
@@ -135,7 +144,6 @@ def _build_sample_home(home: Path) -> list:
         models=str(TEST_MODELS),
         model_threads=MODEL_THREADS,
         settings=BenchmarkSettings(**SAMPLE_SETTINGS),
-        op_config=SAMPLE_OP_CONFIG,
         instance=home_instance(home),
         echo=lambda _: None,
     )

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from tests.conftest import SAMPLE_OP_CONFIG, SAMPLE_SETTINGS
+from tests.conftest import SAMPLE_SETTINGS
 from tests.deploy_helpers import (
     EVALUATION_ASSETS,
     REPOSITORY,
@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENGINE_LOG = Path("/var/tmp/chronoscope-dockerd.log")
 BUILD_LOG = Path("/var/tmp/chronoscope-compose-build.log")
 SERVICES = ("postgres", "code", "webserver", "daemon")
-SAMPLE_ASSET_CONFIG = {"eval_sample": {}, **SAMPLE_OP_CONFIG}
+SAMPLE_ASSET_CONFIG = {"eval_sample": {}, "paraphrased_subset": {}}
 """The test session's evaluation sample and paraphrased subset, launched as one run (their
 sizes are the settings file's, the deployment's $CHRONOSCOPE_SETTINGS)."""
 SETTINGS_IN_CONTAINERS = "/opt/chronoscope/deploy/settings.yaml"

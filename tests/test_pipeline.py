@@ -18,11 +18,16 @@ from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import (
     MODEL_THREADS,
     REFERENCE_MODELS,
-    SAMPLE_OP_CONFIG,
     SAMPLE_SETTINGS,
     TEST_MODELS,
 )
-from tests.pipeline_helpers import FULL_REBUILD_CHECK, copy_home, failed_checks, run_ci_checks
+from tests.pipeline_helpers import (
+    FULL_REBUILD_CHECK,
+    copy_home,
+    failed_checks,
+    home_instance,
+    run_ci_checks,
+)
 
 
 def test_every_run_and_check_passes(sample_home):
@@ -66,22 +71,37 @@ def test_views_reflect_the_snapshots(sample_home):
     assert unlabelled_values == 0
 
 
-def test_rematerializing_gives_identical_files(sample_home, tmp_path):
-    """A second home built from scratch holds the same bytes, the paraphrased subset's
-    template variants included. It starts with the first home's response cache, so no model
-    is asked again: a model's own determinism is ``test_local_backend``'s."""
-    home, _ = sample_home
-    shutil.copytree(home / "cache", tmp_path / "cache")
+def test_a_second_run_with_the_same_settings_finds_every_asset_up_to_date(sample_home, tmp_path):
+    """Every asset, exports and the report included, is where a rerun looks for it."""
+    home = copy_home(sample_home[0], tmp_path)
+    log: list[str] = []
     run_selection(
-        home=str(tmp_path),
+        home=str(home),
+        models=str(TEST_MODELS),
+        settings=BenchmarkSettings(**SAMPLE_SETTINGS),
+        instance=home_instance(home),
+        echo=log.append,
+    )
+    assert log[-1] == "nothing to do: every asset of the selection is up to date", log
+
+
+def test_rematerializing_gives_identical_files(sample_home, sample_truth_home, tmp_path):
+    """Two homes built from scratch hold the same bytes, the paraphrased subset's template
+    variants included: the sample home, and the session's other build of the facts taken on
+    to the predictions. The second starts with the first's response cache, so no model is
+    asked again: a model's own determinism is ``test_local_backend``'s."""
+    home, _ = sample_home
+    second_home = copy_home(sample_truth_home, tmp_path)
+    shutil.copytree(home / "cache", second_home / "cache")
+    run_selection(
+        home=str(second_home),
         models=str(REFERENCE_MODELS),
         model_threads=MODEL_THREADS,
         settings=BenchmarkSettings(**SAMPLE_SETTINGS),
-        op_config=SAMPLE_OP_CONFIG,
-        instance=dg.DagsterInstance.ephemeral(),
+        instance=home_instance(second_home),
         echo=lambda _: None,
     )
-    first, second = Warehouse(home), Warehouse(tmp_path)
+    first, second = Warehouse(home), Warehouse(second_home)
     for asset in ("claims", "labels", "fact_intervals", "truth"):
         for year in SNAPSHOT_YEARS:
             assert (

@@ -240,10 +240,10 @@ def test_a_dump_behind_a_url_is_read_again_when_the_server_has_a_new_file(home, 
 
 
 @pytest.fixture(scope="module")
-def oracle_home(sample_truth_home, tmp_path_factory) -> tuple[Path, Path]:
-    """A home holding the generated benchmark, its evaluation sample and the oracle's
-    predictions, and the one-model registry it was built with."""
-    home = copy_home(sample_truth_home, tmp_path_factory.mktemp("oracle-home"))
+def oracle_home(sample_home, tmp_path_factory) -> tuple[Path, Path]:
+    """A home holding the generated benchmark, its evaluation sample (default settings) and the
+    oracle's predictions, and the one-model registry they were built with last."""
+    home = copy_home(sample_home[0], tmp_path_factory.mktemp("oracle-home"))
     registry = home.parent / "models.yaml"
     registry.write_text("models:\n  - {name: oracle, backend: oracle}\n")
     _run(home, "key:predictions or key:benchmark_jsonl", models=str(registry))
