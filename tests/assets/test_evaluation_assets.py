@@ -14,14 +14,15 @@ import pytest
 from chronoscope_dagster.automation import model_registry_sensor
 from chronoscope_dagster.cli import main
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from chronoscope_dagster.llm.registry import RegistryError
+from chronoscope_dagster.llm.registry import RegistryError, load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS, SAMPLE_SETTINGS, TEST_MODELS
 from tests.pipeline_helpers import copy_home, failed_checks, home_instance, run_ci_checks
 
-MODELS = ("local", "oracle", "present_day", "copy_previous", "scope_blind", "blind")
+MODELS = tuple(spec.name for spec in load_registry(TEST_MODELS))
+"""The test registry's models, the embedded model (the comparisons' baseline) first."""
 
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
