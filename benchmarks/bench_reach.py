@@ -108,7 +108,8 @@ def main() -> None:
         for count in args.shards:
             built = run_json(INDEX, str(args.home), args.year, str(count))
             print(
-                f"{count} shards: snapshot index and scopes ({built['passes']} passes) "
+                f"{count} shards: snapshot index and scopes "
+                f"({built['passes']} pass{'' if built['passes'] == 1 else 'es'}) "
                 f"{built['total_s']:.1f} s, "
                 f"peak {built['peak_mb']:,} MB",
                 flush=True,
