@@ -8,6 +8,12 @@ from pathlib import Path
 import dagster as dg
 
 from chronoscope_dagster.definitions import build_definitions
+from chronoscope_dagster.llm.registry import load_registry
+from tests.conftest import TEST_MODELS
+
+TEST_MODEL_NAMES = tuple(spec.name for spec in load_registry(TEST_MODELS))
+"""The test registry's models in its order, the embedded model (the comparisons' baseline)
+first."""
 
 
 def home_instance(home: Path) -> dg.DagsterInstance:

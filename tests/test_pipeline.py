@@ -11,7 +11,6 @@ import pytest
 from chronoscope_dagster.data import SNAPSHOT_YEARS
 from chronoscope_dagster.definitions import build_definitions
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.warehouse import Warehouse
@@ -23,6 +22,7 @@ from tests.conftest import (
 )
 from tests.pipeline_helpers import (
     FULL_REBUILD_CHECK,
+    TEST_MODEL_NAMES,
     copy_home,
     failed_checks,
     home_instance,
@@ -32,7 +32,7 @@ from tests.pipeline_helpers import (
 
 def test_every_run_and_check_passes(sample_home):
     _, results = sample_home
-    models = tuple(spec.name for spec in load_registry(TEST_MODELS))
+    models = TEST_MODEL_NAMES
     partitions = {r.partition for r in results} - {None}
     assert partitions == {
         *SNAPSHOT_YEARS,

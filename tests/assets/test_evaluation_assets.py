@@ -14,22 +14,25 @@ import pytest
 from chronoscope_dagster.automation import model_registry_sensor
 from chronoscope_dagster.cli import main
 from chronoscope_dagster.evaluation.prompts import SETTINGS
-from chronoscope_dagster.llm.registry import RegistryError, load_registry
+from chronoscope_dagster.llm.registry import RegistryError
 from chronoscope_dagster.orchestration import RunFailed, run_selection
 from chronoscope_dagster.resources import BenchmarkSettings, ModelRegistry
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import REFERENCE_MODELS, SAMPLE_SETTINGS, TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, home_instance, run_ci_checks
-
-MODELS = tuple(spec.name for spec in load_registry(TEST_MODELS))
-"""The test registry's models, the embedded model (the comparisons' baseline) first."""
+from tests.pipeline_helpers import (
+    TEST_MODEL_NAMES,
+    copy_home,
+    failed_checks,
+    home_instance,
+    run_ci_checks,
+)
 
 
 def test_every_model_and_setting_has_its_predictions(sample_home):
     home, _ = sample_home
     store = Warehouse(home)
     assert sorted((p["model"], p["setting"]) for p in store.partitions("predictions")) == sorted(
-        (m, s) for m in MODELS for s in SETTINGS
+        (m, s) for m in TEST_MODEL_NAMES for s in SETTINGS
     )
     rows = store.query(
         """SELECT p.model, p.setting, count(*) AS n, count_if(p.scored) AS scored,
@@ -52,7 +55,7 @@ def test_every_model_and_setting_has_its_predictions(sample_home):
                   sum(t.chain_length) FILTER (WHERE s.in_self_conditioned) AS self_turns
            FROM eval_sample s JOIN turns t ON t.chain_id = s.chain_id AND t.turn_index = 0"""
     ).to_pylist()[0]
-    for model in MODELS:
+    for model in TEST_MODEL_NAMES:
         assert by_key[(model, "gold_context")]["n"] == sample["scored"]
         assert by_key[(model, "questions_only")]["n"] == sample["scored"]
         assert by_key[(model, "explicit_scope")]["n"] == sample["scored"]
@@ -99,7 +102,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
         force=True,
         echo=lambda _: None,
     )
-    assert len(results) == len(MODELS) * len(SETTINGS) and all(r.success for r in results)
+    assert len(results) == len(TEST_MODEL_NAMES) * len(SETTINGS) and all(r.success for r in results)
     for result in results:
         [event] = result.get_asset_materialization_events()
         metadata = event.materialization.metadata
@@ -107,7 +110,7 @@ def test_a_rerun_costs_no_model_call_and_changes_no_byte(sample_home, tmp_path):
             assert metadata["backend_calls"].value == 0
             assert metadata["cache_misses"].value == 0
             assert metadata["cache_hits"].value == metadata["dagster/row_count"].value
-    for model in MODELS:
+    for model in TEST_MODEL_NAMES:
         for setting in SETTINGS:
             original = Warehouse(home).data_path("predictions", model=model, setting=setting)
             again = Warehouse(copy).data_path("predictions", model=model, setting=setting)
@@ -207,7 +210,7 @@ def test_metrics_leaderboard_and_report(sample_home):
         "SELECT * FROM leaderboard WHERE subset = 'eval_sample' ORDER BY model, setting"
     ).to_pylist()
     assert [(r["model"], r["setting"]) for r in board] == sorted(
-        (m, s) for m in MODELS for s in SETTINGS
+        (m, s) for m in TEST_MODEL_NAMES for s in SETTINGS
     )
     for row in board:
         scope = overall[(row["model"], row["setting"], "scope_acc_at1")]
@@ -217,7 +220,7 @@ def test_metrics_leaderboard_and_report(sample_home):
         )
     comparisons = pq.read_table(home / "leaderboard" / "comparisons.parquet").to_pylist()
     assert {(r["setting"], r["model"], r["baseline"]) for r in comparisons} == {
-        (s, m, "local") for m in MODELS[1:] for s in SETTINGS
+        (s, m, "local") for m in TEST_MODEL_NAMES[1:] for s in SETTINGS
     }, "the first registry entry is the baseline"
     for row in comparisons:
         local = overall[("local", row["setting"], row["metric"])]
@@ -242,7 +245,7 @@ def test_metrics_leaderboard_and_report(sample_home):
         if r["stratum"] == "overall"
     }
     paper = ("gold_context", "self_conditioned", "questions_only")
-    assert {(m, s) for m, s, _ in knowledge} == {(m, s) for m in MODELS for s in paper}
+    assert {(m, s) for m, s, _ in knowledge} == {(m, s) for m in TEST_MODEL_NAMES for s in paper}
     for setting in paper:
         assert knowledge[("oracle", setting, "known_rate_at1")]["value"] == 1.0
         assert knowledge[("oracle", setting, "scope_loss_rate_at1")]["value"] == 0.0

@@ -22,7 +22,13 @@ from chronoscope_dagster.paraphrase.template_variants import TEMPLATE_REASONS
 from chronoscope_dagster.resources import BenchmarkSettings
 from chronoscope_dagster.warehouse import Warehouse
 from tests.conftest import MODEL_THREADS, SAMPLE_SETTINGS, TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, home_instance, run_ci_checks
+from tests.pipeline_helpers import (
+    TEST_MODEL_NAMES,
+    copy_home,
+    failed_checks,
+    home_instance,
+    run_ci_checks,
+)
 
 
 def test_every_turn_of_the_chosen_chains_is_accounted_for(sample_home):
@@ -130,7 +136,7 @@ def test_table5_compares_the_kept_chains_as_templated_and_paraphrased(sample_hom
         """SELECT model, setting, variant, count(DISTINCT chain_id) AS chains, count(*) AS n
            FROM paraphrase_predictions GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
-    models = tuple(spec.name for spec in load_registry(TEST_MODELS))
+    models = TEST_MODEL_NAMES
     assert {(p["model"], p["setting"], p["variant"]) for p in predictions} == {
         (m, s, v) for m in models for s in SETTINGS for v in ("original", "paraphrased")
     }

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 
 from chronoscope_dagster.cli import main
-from chronoscope_dagster.llm.registry import load_registry
 from chronoscope_dagster.warehouse import Warehouse
-from tests.conftest import TEST_MODELS
-from tests.pipeline_helpers import copy_home, failed_checks, run_ci_checks
+from tests.pipeline_helpers import TEST_MODEL_NAMES, copy_home, failed_checks, run_ci_checks
 
 
 def test_probe_runs_every_model_and_reports(sample_home):
@@ -19,7 +17,7 @@ def test_probe_runs_every_model_and_reports(sample_home):
            FROM probe_runs WHERE system = 'in_context' GROUP BY ALL ORDER BY ALL"""
     ).to_pylist()
     by_key = {(r["model"], r["arm"]): r for r in rows}
-    assert {model for model, _ in by_key} == {spec.name for spec in load_registry(TEST_MODELS)}
+    assert {model for model, _ in by_key} == set(TEST_MODEL_NAMES)
     assert {arm for _, arm in by_key} == {"control", "probe", "oracle", "floor"}
     assert all(r["n"] == 3 for r in rows), "one item of each of the three types"
     assert by_key[("oracle", "control")]["correct"] == 3
@@ -61,7 +59,7 @@ def test_the_memory_systems_run_through_the_embedded_model_and_are_reported(samp
     assert ingest["paired"]["p_value"] < 0.05 and valid["paired"]["p_value"] == 1.0
     assert valid["control"]["accuracy"] == valid["probe"]["accuracy"] == 1.0
     assert scores[("valid_time_memory", "local")]["n"] == 3
-    assert set(report["models"]) == {spec.name for spec in load_registry(TEST_MODELS)}
+    assert set(report["models"]) == set(TEST_MODEL_NAMES)
     markdown = (store.partition_dir("probe_report") / "report.md").read_text()
     assert markdown.startswith("# Time-grounded probe: memory systems")
     assert "| valid_time_memory | local | 3 |" in markdown
